@@ -1,0 +1,96 @@
+"""The backend registry, unusable backends, the boot probe, and bad input."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from tokenizers import normalizers
+
+import tokbackend
+from tokbackend.backends.gigatoken import GigatokenBackend
+from tokbackend.split import FastPathError
+
+
+class DroppingBackend(GigatokenBackend):
+    """A deliberately wrong backend: loses the last token of any text containing a digit."""
+
+    name = "dropping"
+
+    def encode_batch(self, texts):
+        return [
+            ids[:-1] if any(ch.isdigit() for ch in text) and ids else ids
+            for text, ids in zip(texts, super().encode_batch(texts), strict=False)
+        ]
+
+    def encode(self, text):
+        return self.encode_batch([text])[0]
+
+
+def _ensure_dropping_registered():
+    if "dropping" not in tokbackend.available_backends():
+        tokbackend.register_backend("dropping", DroppingBackend)
+
+
+def test_registry_lists_builtins_and_refuses_duplicates():
+    assert {"hf", "gigatoken"} <= set(tokbackend.available_backends())
+    with pytest.raises(ValueError, match="already registered"):
+        tokbackend.register_backend("gigatoken", GigatokenBackend)
+    with pytest.raises(ValueError, match="registered backends: .*gigatoken"):
+        tokbackend.accelerate(tokbackend.load_hf("qwen3"), backend="no-such-backend")
+
+
+def test_hf_backend_is_exact(hf_tokenizer):
+    fast = tokbackend.accelerate(hf_tokenizer, backend="hf")
+    text = "<|im_start|>x 123 毕老师<think>"
+    assert fast.encode(text) == hf_tokenizer.encode(text)
+    assert fast.tokbackend.stats()["fast_texts"] == 1
+
+
+def test_probe_turns_a_wrong_backend_off(fresh_pair, caplog):
+    _ensure_dropping_registered()
+    hf, _ = fresh_pair
+    with caplog.at_level(logging.ERROR, logger="tokbackend"):
+        fast = tokbackend.accelerate(hf, backend="dropping")
+    assert not fast.tokbackend.fast_path_enabled
+    assert any("disagrees with HuggingFace" in record.getMessage() for record in caplog.records)
+    text = "room 101"
+    assert fast.encode(text) == hf.encode(text)  # served by HF, so still exact
+    assert fast.tokbackend.stats()["fallbacks"]["fast_path_disabled"] == 1
+
+
+def test_probe_raises_in_strict_mode(fresh_pair):
+    _ensure_dropping_registered()
+    hf, _ = fresh_pair
+    with pytest.raises(FastPathError, match="dropping.*disagrees"):
+        tokbackend.accelerate(hf, backend="dropping", strict=True)
+
+
+def test_unloadable_tokenizer_raises_a_clear_error(fresh_pair, caplog):
+    hf, _ = fresh_pair
+    hf.backend_tokenizer.normalizer = normalizers.Sequence([normalizers.NFC(), normalizers.Lowercase()])
+    with pytest.raises(tokbackend.BackendUnavailableError, match="gigatoken.*cannot serve.*allow_hf_fallback"):
+        tokbackend.accelerate(hf)
+    with caplog.at_level(logging.ERROR, logger="tokbackend"):
+        fast = tokbackend.accelerate(hf, allow_hf_fallback=True)
+    assert not fast.tokbackend.fast_path_enabled
+    assert fast.encode("HeLLo") == hf.encode("HeLLo") == hf.encode("hello")
+
+
+def test_slow_or_foreign_objects_are_refused():
+    with pytest.raises(TypeError, match="transformers tokenizer"):
+        tokbackend.accelerate("qwen3")
+
+
+BAD_INPUTS = [None, 1, b"bytes", "lone \ud800 surrogate", ["ok", None], [], 3.5]
+
+
+@pytest.mark.parametrize("bad", BAD_INPUTS, ids=repr)
+@pytest.mark.parametrize("method", ["encode", "__call__"])
+def test_bad_input_raises_what_hf_raises(hf_tokenizer, fast_tokenizer, bad, method):
+    with pytest.raises(BaseException) as theirs:
+        getattr(hf_tokenizer, method)(bad)
+    with pytest.raises(BaseException) as ours:
+        getattr(fast_tokenizer, method)(bad)
+    assert type(ours.value) is type(theirs.value)
+    assert isinstance(ours.value, Exception)

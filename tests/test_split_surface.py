@@ -1,0 +1,254 @@
+"""The split: plain-text encode on the backend, exact; everything else on HuggingFace, counted."""
+
+from __future__ import annotations
+
+import copy
+import logging
+import pickle
+
+import pytest
+from conftest import fast_counts
+from tokenizers import processors
+
+import tokbackend
+from equivalence.corpus import prompt_text
+from tokbackend.split import AcceleratedTokenizerMixin
+
+TEXTS = [
+    "Hello! 毕老师！1 + 1 = 2",
+    "<|im_start|>user\nhi<think>x</think><|im_end|>\n<tool_call>{}</tool_call>",
+    "near misses <|im_start| <|im_end|>> <<|endoftext|>",
+    "e\u0301 \U0001f468\u200d\U0001f469\u200d\U0001f467 1\ufe0f\u20e3   \t\r\n 12345678",
+    prompt_text(1, 20000, "mixed"),
+]
+
+
+def assert_plain_ids(value, nested: bool) -> None:
+    """Ids are a plain list of plain ints (nested: a list of such lists), never arrays."""
+    rows = value if nested else [value]
+    assert type(value) is list
+    for row in rows:
+        assert type(row) is list
+        assert all(type(token) is int for token in row)
+
+
+# -- 1. plain-text encode goes to the backend ----------------------------------------------
+
+
+@pytest.mark.parametrize("text", TEXTS, ids=range(len(TEXTS)))
+@pytest.mark.parametrize("add_special_tokens", [False, True])
+def test_encode_is_exact_and_served_by_the_backend(hf_tokenizer, fast_tokenizer, text, add_special_tokens):
+    before, fallbacks = fast_counts(fast_tokenizer)
+    ids = fast_tokenizer.encode(text, add_special_tokens=add_special_tokens)
+    assert ids == hf_tokenizer.encode(text, add_special_tokens=add_special_tokens)
+    assert_plain_ids(ids, nested=False)
+    assert fast_counts(fast_tokenizer) == (before + 1, fallbacks)
+
+
+def test_call_on_str_and_on_batch(hf_tokenizer, fast_tokenizer):
+    before, fallbacks = fast_counts(fast_tokenizer)
+    single = fast_tokenizer(TEXTS[0])
+    batch = fast_tokenizer(TEXTS)
+    assert dict(single) == dict(hf_tokenizer(TEXTS[0]))
+    assert dict(batch) == dict(hf_tokenizer(TEXTS))
+    assert_plain_ids(single["input_ids"], nested=False)
+    assert_plain_ids(batch["input_ids"], nested=True)
+    assert batch["attention_mask"] == [[1] * len(ids) for ids in batch["input_ids"]]
+    assert dict(fast_tokenizer(TEXTS, return_attention_mask=False)) == {"input_ids": batch["input_ids"]}
+    assert fast_counts(fast_tokenizer) == (before + 1 + 2 * len(TEXTS), fallbacks)
+
+
+def test_batch_uses_the_backend_batch_call(fast_tokenizer):
+    backend = fast_tokenizer.tokbackend.backend
+    calls = []
+    original = type(backend).encode_batch
+
+    def counting(self, texts):
+        calls.append(len(texts))
+        return original(self, texts)
+
+    type(backend).encode_batch = counting
+    try:
+        fast_tokenizer(TEXTS)
+    finally:
+        type(backend).encode_batch = original
+    assert calls == [len(TEXTS)]
+
+
+def test_chat_template_encode_goes_through_the_fast_path(hf_tokenizer, fast_tokenizer):
+    messages = [
+        {"role": "system", "content": "You are terse."},
+        {"role": "user", "content": TEXTS[3] + TEXTS[4][:3000]},
+    ]
+    before, fallbacks = fast_counts(fast_tokenizer)
+    ours = fast_tokenizer.apply_chat_template(messages, tokenize=True, add_generation_prompt=True)
+    theirs = hf_tokenizer.apply_chat_template(messages, tokenize=True, add_generation_prompt=True)
+    assert dict(ours) == dict(theirs) if hasattr(theirs, "keys") else ours == theirs
+    assert fast_counts(fast_tokenizer) == (before + 1, fallbacks)
+    rendered = fast_tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    assert rendered == hf_tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+
+
+# -- 2. everything else stays on HuggingFace -------------------------------------------------
+
+
+def test_hf_surfaces_are_untouched(hf_tokenizer, fast_tokenizer, tmp_path):
+    ids = hf_tokenizer.encode(TEXTS[1] + TEXTS[4][:2000])
+    before = fast_counts(fast_tokenizer)
+    assert fast_tokenizer.decode(ids) == hf_tokenizer.decode(ids)
+    assert fast_tokenizer.decode(ids, skip_special_tokens=True) == hf_tokenizer.decode(ids, skip_special_tokens=True)
+    assert fast_tokenizer.batch_decode([ids, ids[:5]]) == hf_tokenizer.batch_decode([ids, ids[:5]])
+    assert fast_tokenizer.convert_ids_to_tokens(ids) == hf_tokenizer.convert_ids_to_tokens(ids)
+    assert fast_tokenizer.convert_tokens_to_ids(["<|im_end|>", "hello"]) == hf_tokenizer.convert_tokens_to_ids(
+        ["<|im_end|>", "hello"]
+    )
+    assert fast_tokenizer.get_vocab() == hf_tokenizer.get_vocab()
+    assert len(fast_tokenizer) == len(hf_tokenizer)
+    assert fast_tokenizer.all_special_ids == hf_tokenizer.all_special_ids
+    assert fast_tokenizer.eos_token_id == hf_tokenizer.eos_token_id
+    assert fast_tokenizer.tokenize(TEXTS[0]) == hf_tokenizer.tokenize(TEXTS[0])
+    assert fast_tokenizer.backend_tokenizer is hf_tokenizer.backend_tokenizer
+    fast_tokenizer.save_pretrained(tmp_path)
+    reloaded = tokbackend.load_hf(str(tmp_path))
+    assert type(reloaded).__name__ == type(hf_tokenizer).__name__
+    assert reloaded.encode(TEXTS[1]) == hf_tokenizer.encode(TEXTS[1])
+    assert fast_counts(fast_tokenizer) == before  # none of the above was encode traffic
+
+
+def test_incremental_detokenization_matches_hf(hf_tokenizer, fast_tokenizer):
+    ids = fast_tokenizer.encode(TEXTS[3] + TEXTS[0])
+    ours, theirs = [], []
+    for end in range(1, len(ids) + 1):
+        ours.append(fast_tokenizer.decode(ids[:end]))
+        theirs.append(hf_tokenizer.decode(ids[:end]))
+    assert ours == theirs
+
+
+# -- 3. what the fast path cannot answer goes to HuggingFace, counted --------------------------
+
+FALLBACK_CALLS = {
+    "text_pair": lambda tok: tok("question", "answer"),
+    "return_offsets_mapping": lambda tok: tok(TEXTS[0], return_offsets_mapping=True),
+    "truncation": lambda tok: tok(TEXTS[4], truncation=True, max_length=16),
+    "padding": lambda tok: tok(TEXTS[:3], padding=True),
+    "return_tensors": lambda tok: tok(TEXTS[:2], return_tensors="np", padding=True),
+    "split_special_tokens": lambda tok: tok(TEXTS[1], split_special_tokens=True),
+    "is_split_into_words": lambda tok: tok(["hello", "world"], is_split_into_words=True),
+    "return_special_tokens_mask": lambda tok: tok(TEXTS[1], return_special_tokens_mask=True),
+    "return_length": lambda tok: tok(TEXTS[0], return_length=True),
+    "return_overflowing_tokens": lambda tok: tok(TEXTS[4], truncation=True, max_length=8, return_overflowing_tokens=True),
+    "unknown_kwarg:some_future_flag": lambda tok: tok(TEXTS[0], some_future_flag=1),
+}
+
+
+def _comparable(encoding):
+    return {key: (value.tolist() if hasattr(value, "tolist") else value) for key, value in encoding.items()}
+
+
+@pytest.mark.parametrize("reason", sorted(FALLBACK_CALLS))
+def test_fallbacks_match_hf_and_are_counted(hf_tokenizer, fast_tokenizer, reason, caplog):
+    call = FALLBACK_CALLS[reason]
+    expected_reason = (
+        "padding" if reason == "return_tensors" else ("truncation" if reason == "return_overflowing_tokens" else reason)
+    )
+    _, fallbacks = fast_counts(fast_tokenizer)
+    with caplog.at_level(logging.WARNING, logger="tokbackend"):
+        ours = call(fast_tokenizer)
+        call(fast_tokenizer)
+    assert _comparable(ours) == _comparable(call(hf_tokenizer))
+    after = fast_counts(fast_tokenizer)[1]
+    assert after[expected_reason] == fallbacks.get(expected_reason, 0) + 2
+    logged = [record for record in caplog.records if expected_reason in record.getMessage()]
+    assert len(logged) <= 1  # once per reason per tokenizer (zero when an earlier test logged it)
+
+
+def test_each_reason_is_logged_once(fresh_pair, caplog):
+    _, fast = fresh_pair
+    with caplog.at_level(logging.WARNING, logger="tokbackend"):
+        for _ in range(3):
+            fast("a", "b")
+    messages = [record.getMessage() for record in caplog.records if "text_pair" in record.getMessage()]
+    assert len(messages) == 1
+    assert "gigatoken" in messages[0] and "reason: text_pair" in messages[0]
+
+
+def test_tokenizer_level_split_special_tokens_is_honoured(fresh_pair):
+    hf, fast = fresh_pair
+    fast.split_special_tokens = True
+    hf.split_special_tokens = True
+    assert fast.encode(TEXTS[1]) == hf.encode(TEXTS[1])
+    assert fast.tokbackend.stats()["fallbacks"]["split_special_tokens"] == 1
+
+
+# -- 4. special and added tokens, including tokens added after accelerate() ------------------
+
+
+def test_tokens_added_after_accelerate_are_honoured(fresh_pair):
+    hf, fast = fresh_pair
+    text = "call <my_tool> with [[SECRET]] and <my_tool>x"
+    fast.add_tokens(["<my_tool>"])
+    fast.add_special_tokens({"additional_special_tokens": ["[[SECRET]]"]})
+    reference = tokbackend.load_hf("qwen3")
+    reference.add_tokens(["<my_tool>"])
+    reference.add_special_tokens({"additional_special_tokens": ["[[SECRET]]"]})
+    assert fast.encode(text) == reference.encode(text)
+    assert len(set(fast.encode(text)) & {len(reference) - 1, len(reference) - 2}) == 2
+    assert fast.tokbackend.stats()["fallbacks"] == {}
+
+
+def test_tokens_added_through_the_original_object_are_seen(fresh_pair):
+    hf, fast = fresh_pair
+    hf.add_tokens(["<from_original>"])
+    assert fast.encode("a<from_original>b") == hf.encode("a<from_original>b")
+    assert hf.convert_tokens_to_ids("<from_original>") in fast.encode("a<from_original>b")
+
+
+# -- 5 is in test_consumers.py; 6. add_special_tokens=True semantics ------------------------
+
+
+def test_bos_eos_post_processor_is_reproduced(fresh_pair):
+    hf, fast = fresh_pair
+    hf.backend_tokenizer.post_processor = processors.TemplateProcessing(
+        single="<|endoftext|> $A <|im_end|>",
+        special_tokens=[("<|endoftext|>", 151643), ("<|im_end|>", 151645)],
+    )
+    for text in TEXTS:
+        assert fast.encode(text) == hf.encode(text)
+        assert fast.encode(text)[0] == 151643 and fast.encode(text)[-1] == 151645
+        assert fast.encode(text, add_special_tokens=False) == hf.encode(text, add_special_tokens=False)
+    assert fast.tokbackend.stats()["fallbacks"] == {}
+
+
+# -- the object itself ----------------------------------------------------------------------
+
+
+def test_accelerated_object_is_a_subclass_of_the_original(hf_tokenizer, fast_tokenizer):
+    assert isinstance(fast_tokenizer, type(hf_tokenizer))
+    assert isinstance(fast_tokenizer, AcceleratedTokenizerMixin)
+    assert type(fast_tokenizer).__name__ == type(hf_tokenizer).__name__
+    assert not isinstance(hf_tokenizer, AcceleratedTokenizerMixin)  # the original is left as it was
+    assert fast_tokenizer.is_fast
+
+
+def test_pickle_and_deepcopy_stay_accelerated_and_exact(fresh_pair):
+    hf, fast = fresh_pair
+    fast.add_tokens(["<kept>"])
+    for clone in (pickle.loads(pickle.dumps(fast)), copy.deepcopy(fast)):
+        assert isinstance(clone, AcceleratedTokenizerMixin)
+        assert clone.tokbackend.fast_path_enabled
+        before = clone.tokbackend.stats()["fast_texts"]
+        assert clone.encode("x<kept>y " + TEXTS[4][:2000]) == hf.encode("x<kept>y " + TEXTS[4][:2000])
+        assert clone.tokbackend.stats()["fast_texts"] == before + 1
+
+
+def test_reaccelerating_uses_the_plain_tokenizer(fast_tokenizer, hf_tokenizer):
+    again = tokbackend.accelerate(fast_tokenizer, backend="hf")
+    assert again.tokbackend.backend_name == "hf"
+    assert type(again).__mro__[1:3] == (AcceleratedTokenizerMixin, type(hf_tokenizer))
+    assert again.encode(TEXTS[4]) == hf_tokenizer.encode(TEXTS[4])
+
+
+def test_load_accelerates_builtin_models():
+    tokenizer = tokbackend.load("qwen3")
+    assert tokenizer.tokbackend.backend_name == "gigatoken"
+    assert tokenizer.encode("Hello") == [9707]

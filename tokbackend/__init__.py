@@ -1,0 +1,28 @@
+"""tokbackend: fast, exact plain-text encode for HuggingFace tokenizers in serving stacks.
+
+>>> import tokbackend
+>>> tokenizer = tokbackend.load("qwen3.6")            # doctest: +SKIP
+>>> fast = tokbackend.accelerate(hf_tokenizer)          # doctest: +SKIP
+>>> fast.tokbackend.stats()                             # doctest: +SKIP
+"""
+
+from tokbackend.backends import BackendUnavailableError, EncodeBackend, available_backends, register_backend
+from tokbackend.loading import DEFAULT_MODEL, load, load_hf
+from tokbackend.split import AcceleratedTokenizerMixin, Acceleration, FastPathError, accelerate
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "DEFAULT_MODEL",
+    "AcceleratedTokenizerMixin",
+    "Acceleration",
+    "BackendUnavailableError",
+    "EncodeBackend",
+    "FastPathError",
+    "__version__",
+    "accelerate",
+    "available_backends",
+    "load",
+    "load_hf",
+    "register_backend",
+]

@@ -1,0 +1,79 @@
+"""Backend registry: a name ("hf", "gigatoken", ...) maps to a factory building an `EncodeBackend`.
+
+Third-party packages add backends through the entry-point group `tokbackend.backends`
+(`name = "package.module:Factory"`); they are discovered once, under a lock, and a name
+that is already taken is refused loudly rather than silently replaced.
+"""
+
+from __future__ import annotations
+
+import threading
+from importlib import import_module
+from importlib.metadata import entry_points
+
+from tokbackend.backends.base import BackendFactory, BackendUnavailableError, EncodeBackend
+
+ENTRY_POINT_GROUP = "tokbackend.backends"
+
+_BUILTIN_FACTORIES = {
+    "hf": "tokbackend.backends.hf:HFBackend",
+    "gigatoken": "tokbackend.backends.gigatoken:GigatokenBackend",
+}
+
+_lock = threading.Lock()
+_factories: dict[str, str | BackendFactory] = dict(_BUILTIN_FACTORIES)
+_entry_points_loaded = False
+
+
+def register_backend(name: str, factory: str | BackendFactory) -> None:
+    """Register `factory` (a callable, or a "module:attribute" path) under `name`.
+
+    >>> register_backend("mine", "my_package.backend:MyBackend")  # doctest: +SKIP
+    """
+    with _lock:
+        _register_locked(name, factory, origin="register_backend()")
+
+
+def _register_locked(name: str, factory: str | BackendFactory, origin: str) -> None:
+    if name in _factories:
+        raise ValueError(f"tokbackend backend {name!r} is already registered; {origin} tried to register it again")
+    _factories[name] = factory
+
+
+def _load_entry_points() -> None:
+    global _entry_points_loaded
+    with _lock:
+        if _entry_points_loaded:
+            return
+        for entry_point in entry_points(group=ENTRY_POINT_GROUP):
+            _register_locked(entry_point.name, entry_point.value, origin=f"entry point {entry_point.value!r}")
+        _entry_points_loaded = True
+
+
+def available_backends() -> list[str]:
+    """Names of every registered backend, built-in and from entry points."""
+    _load_entry_points()
+    return sorted(_factories)
+
+
+def backend_factory(name: str) -> BackendFactory:
+    """The factory registered under `name`; a clear error lists the known names otherwise."""
+    _load_entry_points()
+    try:
+        factory = _factories[name]
+    except KeyError:
+        raise ValueError(f"unknown tokbackend backend {name!r}; registered backends: {', '.join(available_backends())}") from None
+    if isinstance(factory, str):
+        module_name, _, attribute = factory.partition(":")
+        factory = getattr(import_module(module_name), attribute)
+    return factory
+
+
+__all__ = [
+    "BackendFactory",
+    "BackendUnavailableError",
+    "EncodeBackend",
+    "available_backends",
+    "backend_factory",
+    "register_backend",
+]

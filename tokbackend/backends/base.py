@@ -1,0 +1,40 @@
+"""The narrow interface every encode backend implements.
+
+This is the low layer of tokbackend: plain primitives in, plain primitives out. A backend
+turns text into token ids exactly as the HuggingFace tokenizer it was built from would with
+`add_special_tokens=False`, and nothing else: no kwargs, padding, tensors or BatchEncoding.
+Everything HuggingFace-shaped lives in `tokbackend.split`, which decides per call whether
+a backend may answer.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
+
+class BackendUnavailableError(RuntimeError):
+    """The backend cannot serve this tokenizer (it cannot load it, or not exactly)."""
+
+
+@runtime_checkable
+class EncodeBackend(Protocol):
+    """Text -> ids, for one tokenizer, safe to call from many threads at once."""
+
+    name: str
+
+    def encode(self, text: str) -> list[int]:
+        """Ids of one text, special/added tokens inside it matched as HuggingFace does."""
+        ...
+
+    def encode_batch(self, texts: list[str]) -> list[list[int]]:
+        """Ids of many texts; may use several threads."""
+        ...
+
+
+class BackendFactory(Protocol):
+    """Builds an `EncodeBackend` from a loaded HuggingFace fast tokenizer."""
+
+    def __call__(self, hf_tokenizer: PreTrainedTokenizerBase) -> EncodeBackend: ...

@@ -1,0 +1,39 @@
+"""The reference backend: HuggingFace's own Rust tokenizer, called without the Python layers.
+
+Useful as a baseline and as the backend a deployment switches to when it wants tokbackend's
+plumbing (stats, probe, integrations) without changing the encoder.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tokbackend.backends.base import BackendUnavailableError
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
+
+class HFBackend:
+    """Encodes through a private copy of the tokenizer's `tokenizers.Tokenizer`."""
+
+    name = "hf"
+
+    def __init__(self, hf_tokenizer: PreTrainedTokenizerBase) -> None:
+        from tokenizers import Tokenizer
+
+        backend_tokenizer = getattr(hf_tokenizer, "backend_tokenizer", None)
+        if backend_tokenizer is None:
+            raise BackendUnavailableError(f"{type(hf_tokenizer).__name__} is not a fast tokenizer (no backend_tokenizer)")
+        # A private copy: HF's own calls toggle truncation/padding/encode_special_tokens on the
+        # shared object, and those must never leak into plain-text encodes made here.
+        self._tokenizer = Tokenizer.from_str(backend_tokenizer.to_str())
+        self._tokenizer.no_truncation()
+        self._tokenizer.no_padding()
+        self._tokenizer.encode_special_tokens = False
+
+    def encode(self, text: str) -> list[int]:
+        return self._tokenizer.encode(text, add_special_tokens=False).ids
+
+    def encode_batch(self, texts: list[str]) -> list[list[int]]:
+        return [encoding.ids for encoding in self._tokenizer.encode_batch(texts, add_special_tokens=False)]

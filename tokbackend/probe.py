@@ -1,0 +1,86 @@
+"""The boot probe: a short equality check of a freshly built backend against HuggingFace.
+
+It runs whenever `accelerate()` builds a backend (and again after tokens are added), on edge
+strings chosen to break a tokenizer that is almost right: special and added tokens inside
+text and near-misses of them, NFC composition, whitespace and digit runs, emoji sequences,
+scripts with combining marks. Budget: well under 50 ms on the built-in models.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tokbackend.backends import EncodeBackend
+
+EDGE_STRINGS = (
+    "",
+    " ",
+    "Hello, world!",
+    "  leading and trailing  ",
+    "tabs\tand\r\nCRLF\n\n\nblank lines\u3000ideographic\u00a0nbsp\u2009thin",
+    "digits 1 12 123 1234 12345678901234567890 3.14159 1,000,000",
+    "don't I'll we've they're she'd it's DON'T I'LL",
+    "e\u0301 A\u030a \u1e9b\u0323 \u0071\u0307\u0323 \uac00\u11a8 \u1100\u1161\u11a8",  # NFC compositions
+    "\U0001f468\u200d\U0001f469\u200d\U0001f467\u200d\U0001f466 \U0001f44d\U0001f3fd",  # ZWJ family, skin tone
+    "\U0001f1fa\U0001f1f8 1\ufe0f\u20e3 #\ufe0f\u20e3",  # flag, keycaps
+    "中文字符，日本語のテキスト、한국어 텍스트。",
+    "Русский текст, ελληνικά, עברית, العربية، हिन्दी देवनागरी, ภาษาไทย",
+    "def f(x):\n    return {'a': [1, 2, 3]}  # comment\n\tif x >= 0x1F: pass\n",
+    "<|im_start|",
+    "<|im_start|>>",
+    "<<|im_end|>",
+    "<|endoftext|>x<|endoftext|>",
+    "a" * 300,
+    " " * 100 + "x",
+    "\n" * 50,
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class ProbeMismatch:
+    text: str
+    backend_ids: list[int]
+    hf_ids: list[int]
+
+    @property
+    def first_difference(self) -> int:
+        for index, (left, right) in enumerate(zip(self.backend_ids, self.hf_ids, strict=False)):
+            if left != right:
+                return index
+        return min(len(self.backend_ids), len(self.hf_ids))
+
+
+@dataclasses.dataclass(frozen=True)
+class ProbeResult:
+    strings: int
+    seconds: float
+    mismatch: ProbeMismatch | None
+
+
+def probe_strings(added_tokens: list[str]) -> list[str]:
+    """The edge strings plus every added token alone, glued to text and amid spaces and newlines."""
+    strings = list(EDGE_STRINGS)
+    for token in added_tokens:
+        strings.extend((token, f"a{token}b", f" {token} ", f"x\n{token}\n\ny", f"{token}{token}", token[:-1]))
+    return strings
+
+
+def run_probe(backend: EncodeBackend, tokenizer) -> ProbeResult:
+    """Compare `backend` with HuggingFace (`tokenizer._hf_ids`) on `probe_strings`."""
+    started = time.perf_counter()
+    added = [str(token) for token in tokenizer.added_tokens_decoder.values()]
+    strings = probe_strings(added)
+    hf_ids = tokenizer._hf_ids(strings)
+    mismatch = None
+    try:
+        backend_ids = backend.encode_batch(strings)
+    except Exception as error:  # a backend that cannot encode edge strings is not exact either
+        return ProbeResult(len(strings), time.perf_counter() - started, ProbeMismatch(f"<backend raised {error!r}>", [], []))
+    for text, ours, theirs in zip(strings, backend_ids, hf_ids, strict=False):
+        if ours != theirs:
+            mismatch = ProbeMismatch(text, ours, theirs)
+            break
+    return ProbeResult(len(strings), time.perf_counter() - started, mismatch)
