@@ -19,8 +19,7 @@ class DroppingBackend(GigatokenBackend):
 
     def encode_batch(self, texts):
         return [
-            ids[:-1] if any(ch.isdigit() for ch in text) and ids else ids
-            for text, ids in zip(texts, super().encode_batch(texts), strict=False)
+            ids[:-1] if any(ch.isdigit() for ch in text) and ids else ids for text, ids in zip(texts, super().encode_batch(texts))
         ]
 
     def encode(self, text):

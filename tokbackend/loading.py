@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tokbackend.cache import cache_dir
 from tokbackend.models.qwen import BUILTIN_MODELS, builtin_model_dir
 from tokbackend.split import accelerate
 
@@ -13,14 +12,6 @@ if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
 
 DEFAULT_MODEL = "qwen3.6"
-
-
-def cache_dir() -> Path:
-    """Where built-in models are built: $TOKBACKEND_CACHE_DIR, else ~/.cache/tokbackend."""
-    configured = os.environ.get("TOKBACKEND_CACHE_DIR")
-    if configured:
-        return Path(configured)
-    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "tokbackend"
 
 
 def resolve_model(name_or_path: str) -> str:
@@ -45,6 +36,8 @@ def load(name_or_path: str = DEFAULT_MODEL, backend: str = "gigatoken", **from_p
     [9419, 0]
     """
     accelerate_options = {
-        key: from_pretrained_kwargs.pop(key) for key in ("strict", "probe", "allow_hf_fallback") if key in from_pretrained_kwargs
+        key: from_pretrained_kwargs.pop(key)
+        for key in ("strict", "probe", "allow_hf_fallback", "unicode_guard")
+        if key in from_pretrained_kwargs
     }
     return accelerate(load_hf(name_or_path, **from_pretrained_kwargs), backend=backend, **accelerate_options)

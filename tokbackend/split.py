@@ -18,6 +18,8 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from tokbackend.backends import BackendUnavailableError, EncodeBackend, backend_factory
+from tokbackend.cache import cache_dir
+from tokbackend.guard import GuardUnavailableError, UnicodeGuard, load_guard
 from tokbackend.probe import ProbeMismatch, run_probe
 
 if TYPE_CHECKING:
@@ -98,6 +100,7 @@ class Acceleration:
         self.probe_seconds = 0.0
         self._rebuild_lock = threading.Lock()
         self.backend: EncodeBackend | None = None
+        self.guard = UnicodeGuard(frozenset())
         self.fingerprint: tuple[int, str] | None = None
         self.special_affixes: tuple[list[int], list[int]] | None = None
 
@@ -113,6 +116,7 @@ class Acceleration:
             "fast_path_enabled": self.fast_path_enabled,
             "disabled_reason": self.disabled_reason,
             "probe_seconds": self.probe_seconds,
+            "guarded_code_points": len(self.guard.code_points),
             **self.stats_counter.snapshot(),
         }
 
@@ -250,9 +254,8 @@ class AcceleratedTokenizerMixin:
         if add_special_tokens and affixes is None:
             acceleration.stats_counter.record_fallback("post_processor", acceleration.model, acceleration.backend_name)
             return None
-        backend = acceleration.backend
         try:
-            ids = [backend.encode(texts[0])] if len(texts) == 1 else backend.encode_batch(texts)
+            ids = self._tokbackend_route(texts, acceleration)
         except Exception:
             # Bad input (a lone surrogate, say) must fail exactly as HuggingFace fails on it.
             acceleration.stats_counter.record_fallback("backend_error", acceleration.model, acceleration.backend_name)
@@ -262,6 +265,19 @@ class AcceleratedTokenizerMixin:
             ids = [prefix + sequence + suffix for sequence in ids]
         acceleration.stats_counter.record_fast(len(texts))
         return ids
+
+    def _tokbackend_route(self, texts: list[str], acceleration: Acceleration) -> list[list[int]]:
+        """Backend ids, except for texts the Unicode guard sends to HuggingFace (counted)."""
+        backend, guard = acceleration.backend, acceleration.guard
+        guarded = [index for index, text in enumerate(texts) if guard.needs_hf(text)]
+        if not guarded:
+            return [backend.encode(texts[0])] if len(texts) == 1 else backend.encode_batch(texts)
+        for _ in guarded:
+            acceleration.stats_counter.record_fallback("unicode_guard", acceleration.model, acceleration.backend_name)
+        hf_ids = dict(zip(guarded, self._hf_ids([texts[index] for index in guarded])))
+        rest = [index for index in range(len(texts)) if index not in hf_ids]
+        fast_ids = dict(zip(rest, backend.encode_batch([texts[index] for index in rest]))) if rest else {}
+        return [hf_ids[index] if index in hf_ids else fast_ids[index] for index in range(len(texts))]
 
     # -- the HuggingFace reference, bypassing the overrides ----------------------------------
 
@@ -329,7 +345,7 @@ def _special_token_affixes(tokenizer: AcceleratedTokenizerMixin) -> tuple[list[i
     with_special = tokenizer._hf_ids(probes, add_special_tokens=True)
     without = tokenizer._hf_ids(probes, add_special_tokens=False)
     affixes = None
-    for full, bare in zip(with_special, without, strict=False):
+    for full, bare in zip(with_special, without):
         for start in range(len(full) - len(bare) + 1):
             if full[start : start + len(bare)] == bare:
                 found = (full[:start], full[start + len(bare) :])
@@ -350,7 +366,20 @@ def _rebuild_backend(tokenizer: AcceleratedTokenizerMixin, acceleration: Acceler
             return  # another thread rebuilt it while we waited
         backend = backend_factory(acceleration.backend_name)(tokenizer)
         acceleration.special_affixes = _special_token_affixes(tokenizer)
-        _probe_and_publish(tokenizer, acceleration, backend)
+        guard_mode = (
+            acceleration.options.get("unicode_guard", "derive") if getattr(backend, "needs_unicode_guard", True) else "off"
+        )
+        try:
+            acceleration.guard = load_guard(tokenizer, backend, acceleration.backend_name, guard_mode, cache_dir())
+        except GuardUnavailableError as error:
+            if acceleration.options.get("strict"):
+                raise FastPathError(f"tokbackend: {acceleration.model}: {error}") from error
+            logger.error(
+                "tokbackend: %s: %s; the fast path is off and every encode goes to HuggingFace", acceleration.model, error
+            )
+            acceleration.disabled_reason = str(error)
+        else:
+            _probe_and_publish(tokenizer, acceleration, backend)
         acceleration.backend = backend
         acceleration.fingerprint = fingerprint
 
@@ -359,7 +388,7 @@ def _probe_and_publish(tokenizer: AcceleratedTokenizerMixin, acceleration: Accel
     if not acceleration.options.get("probe", True):
         acceleration.disabled_reason = None
         return
-    result = run_probe(backend, tokenizer)
+    result = run_probe(backend, tokenizer, acceleration.guard)
     acceleration.probe_seconds = result.seconds
     if result.mismatch is None:
         acceleration.disabled_reason = None
@@ -390,6 +419,7 @@ def _attach(
         acceleration.backend = share_from.backend
         acceleration.fingerprint = share_from.fingerprint
         acceleration.special_affixes = share_from.special_affixes
+        acceleration.guard = share_from.guard
         acceleration.disabled_reason = share_from.disabled_reason
         return accelerated
     try:
@@ -413,6 +443,7 @@ def accelerate(
     strict: bool = False,
     probe: bool = True,
     allow_hf_fallback: bool = False,
+    unicode_guard: str = "derive",
 ) -> PreTrainedTokenizerBase:
     """Return a copy of `tokenizer` whose plain-text encode runs on `backend`.
 
@@ -425,6 +456,10 @@ def accelerate(
     probe: run the boot probe (edge strings compared with HuggingFace) when the backend is built.
     allow_hf_fallback: when the backend cannot load this tokenizer, log and serve with
         HuggingFace instead of raising `BackendUnavailableError`.
+    unicode_guard: how to get the set of code points on which the backend diverges from
+        HuggingFace when no record matches the installed versions: "derive" (scan every code
+        point once, ~45 s on 2 cores, then cached), "refuse" (fast path off, logged; an error
+        with strict=True), or "off" (no guard: only for backends known to be exact).
 
     >>> fast = accelerate(AutoTokenizer.from_pretrained("Qwen/Qwen3-8B"))  # doctest: +SKIP
     >>> fast.encode("hello") == original.encode("hello")  # doctest: +SKIP
@@ -443,5 +478,7 @@ def accelerate(
             "accelerate() needs a fast tokenizer (load it with use_fast=True)"
         )
     backend_factory(backend)  # fail early, with the list of known names, on a typo
-    options = {"strict": strict, "probe": probe, "allow_hf_fallback": allow_hf_fallback}
+    if unicode_guard not in ("derive", "refuse", "off"):
+        raise ValueError(f'unicode_guard must be "derive", "refuse" or "off", got {unicode_guard!r}')
+    options = {"strict": strict, "probe": probe, "allow_hf_fallback": allow_hf_fallback, "unicode_guard": unicode_guard}
     return _attach(tokenizer, backend, options)

@@ -24,6 +24,9 @@ class EncodeBackend(Protocol):
     """Text -> ids, for one tokenizer, safe to call from many threads at once."""
 
     name: str
+    # Whether text must be screened for code points on which this backend and HF diverge
+    # (see tokbackend.guard); False only for backends that are the reference itself.
+    needs_unicode_guard: bool
 
     def encode(self, text: str) -> list[int]:
         """Ids of one text, special/added tokens inside it matched as HuggingFace does."""

@@ -71,6 +71,7 @@ class GigatokenBackend:
     """Plain-text encode through gigatoken, loaded from the tokenizer's own tokenizer.json."""
 
     name = "gigatoken"
+    needs_unicode_guard = True  # ICU4X's Unicode tables are newer than HF tokenizers'
 
     def __init__(self, hf_tokenizer: PreTrainedTokenizerBase) -> None:
         import gigatoken

@@ -18,6 +18,7 @@ class HFBackend:
     """Encodes through a private copy of the tokenizer's `tokenizers.Tokenizer`."""
 
     name = "hf"
+    needs_unicode_guard = False  # it is the reference
 
     def __init__(self, hf_tokenizer: PreTrainedTokenizerBase) -> None:
         from tokenizers import Tokenizer

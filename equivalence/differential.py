@@ -1,0 +1,85 @@
+"""Differential runner: the same input through two tokenizers, call by call.
+
+A mismatch is reported the way a person debugging it wants to read it: the (shrunk) input as
+`repr`, both id lists around the first index where they differ, and that index.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+from hypothesis import given, settings
+from hypothesis import seed as hypothesis_seed
+from hypothesis import strategies as st
+
+Encoder = Callable[[str], list[int]]
+
+
+class Disagreement(AssertionError):
+    """Raised inside the property so Hypothesis shrinks the input that caused it."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Mismatch:
+    """One input on which two encoders disagree."""
+
+    input_class: str
+    text: str
+    expected: list[int]
+    actual: list[int]
+
+    @property
+    def first_difference(self) -> int:
+        for index, (left, right) in enumerate(zip(self.expected, self.actual)):
+            if left != right:
+                return index
+        return min(len(self.expected), len(self.actual))
+
+    def report(self, context: int = 6) -> str:
+        start = max(0, self.first_difference - context)
+        end = self.first_difference + context
+        return (
+            f"[{self.input_class}] input {self.text!r}\n"
+            f"  first difference at index {self.first_difference}\n"
+            f"  reference[{start}:{end}] = {self.expected[start:end]}\n"
+            f"  candidate[{start}:{end}] = {self.actual[start:end]}\n"
+            f"  lengths: reference {len(self.expected)}, candidate {len(self.actual)}"
+        )
+
+
+def compare(reference: Encoder, candidate: Encoder, text: str, input_class: str = "text") -> Mismatch | None:
+    """None when both encoders give the same ids for `text`, else the mismatch."""
+    expected, actual = reference(text), candidate(text)
+    return None if expected == actual else Mismatch(input_class, text, list(expected), list(actual))
+
+
+def find_mismatch(
+    reference: Encoder,
+    candidate: Encoder,
+    strategy: st.SearchStrategy[str],
+    input_class: str,
+    profile: settings,
+    seed: int | None = None,
+) -> Mismatch | None:
+    """Search `strategy` for an input the encoders disagree on; return it shrunk, or None.
+
+    Hypothesis replays the minimal failing example last, so the mismatch kept is the shrunk one.
+    """
+    found: list[Mismatch] = []
+
+    @settings(profile, report_multiple_bugs=False)
+    @given(strategy)
+    def property_holds(text: str) -> None:
+        mismatch = compare(reference, candidate, text, input_class)
+        if mismatch is not None:
+            found.append(mismatch)
+            raise Disagreement(mismatch.report())
+
+    if seed is not None:
+        property_holds = hypothesis_seed(seed)(property_holds)
+    try:
+        property_holds()
+    except Disagreement:
+        return found[-1]
+    return None

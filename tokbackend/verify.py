@@ -1,0 +1,293 @@
+"""`verify_model`: the pre-deploy gate behind `tokbackend verify <model>`.
+
+Steps: load the backend for the model; boot probe; exhaustive code-point scan; Hypothesis
+properties per input class; chat-template path; grammar gate; a speed line. Each step yields
+a `StepResult`; the report's exit code follows the documented contract:
+
+    0  the backend is exact and usable for this model
+    1  a mismatch was found (minimal counterexamples are printed)
+    2  the backend cannot serve this model (the reason is printed)
+    3  the grammar gate failed
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+EXIT_OK, EXIT_MISMATCH, EXIT_UNAVAILABLE, EXIT_GRAMMAR = 0, 1, 2, 3
+
+
+@dataclasses.dataclass
+class StepResult:
+    name: str
+    status: str  # "ok", "mismatch", "unavailable", "grammar", "info", "skipped"
+    detail: str
+    seconds: float
+    data: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass
+class VerifyReport:
+    model: str
+    backend: str
+    steps: list[StepResult]
+
+    @property
+    def exit_code(self) -> int:
+        statuses = {step.status for step in self.steps}
+        if "unavailable" in statuses:
+            return EXIT_UNAVAILABLE
+        if "mismatch" in statuses:
+            return EXIT_MISMATCH
+        if "grammar" in statuses:
+            return EXIT_GRAMMAR
+        return EXIT_OK
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "backend": self.backend,
+            "exit_code": self.exit_code,
+            "steps": [dataclasses.asdict(step) for step in self.steps],
+        }
+
+
+class _Step:
+    """Times one step and appends its result to the report."""
+
+    def __init__(self, report: VerifyReport, name: str, announce: Callable[[str], None]) -> None:
+        self.report, self.name, self.announce = report, name, announce
+
+    def __enter__(self) -> _Step:
+        self.started = time.perf_counter()
+        self.announce(f"== {self.name}")
+        return self
+
+    def done(self, status: str, detail: str, **data: Any) -> None:
+        result = StepResult(self.name, status, detail, round(time.perf_counter() - self.started, 2), data)
+        self.report.steps.append(result)
+        self.announce(f"   {status}: {detail}")
+
+    def __exit__(self, *exc_info) -> None:
+        return None
+
+
+def verify_model(
+    model: str,
+    backend: str = "gigatoken",
+    profile: str = "ci",
+    examples: int | None = None,
+    seed: int = 0,
+    quick: bool = False,
+    announce: Callable[[str], None] = print,
+    progress: bool = True,
+) -> VerifyReport:
+    """Run the gate for `model` (built-in name, local directory, or hub id in the local cache)."""
+    import tokbackend
+    from tokbackend.backends import BackendUnavailableError, backend_factory
+
+    report = VerifyReport(model, backend, [])
+    with _Step(report, "load", announce) as step:
+        try:
+            hf = tokbackend.load_hf(model, **({} if _is_local(model) else {"local_files_only": True}))
+        except Exception as error:
+            step.done("unavailable", f"HuggingFace cannot load {model!r} offline: {error}")
+            return report
+        try:
+            raw_backend = backend_factory(backend)(hf)
+            accelerated = tokbackend.accelerate(hf, backend=backend)
+        except (BackendUnavailableError, ValueError) as error:
+            step.done("unavailable", f"backend {backend!r} cannot serve {model}: {error}")
+            return report
+        step.done("ok", f"{type(hf).__name__}, {len(hf)} tokens, backend {backend!r} loaded")
+
+    with _Step(report, "boot probe", announce) as step:
+        acceleration = accelerated.tokbackend
+        if acceleration.fast_path_enabled:
+            step.done("ok", f"edge strings agree ({acceleration.probe_seconds * 1000:.1f} ms)")
+        else:
+            step.done("mismatch", acceleration.disabled_reason or "fast path disabled")
+
+    if not quick:
+        _code_point_scan(report, hf, raw_backend, accelerated, announce, progress)
+    _properties(report, hf, accelerated, profile, examples, seed, quick, announce, progress)
+    _chat_template(report, hf, accelerated, announce)
+    if not quick:
+        _grammar(report, hf, accelerated, announce)
+    _speed(report, hf, accelerated, announce)
+    return report
+
+
+def _is_local(model: str) -> bool:
+    from pathlib import Path
+
+    from tokbackend.models.qwen import BUILTIN_MODELS
+
+    return model in BUILTIN_MODELS or Path(model).exists()
+
+
+def _code_point_scan(report, hf, raw_backend, accelerated, announce, progress) -> None:
+    from tokenizers import Tokenizer
+
+    from equivalence.codepoints import CONTEXTS, scan
+
+    with _Step(report, "code-point scan", announce) as step:
+        reference = Tokenizer.from_str(hf.backend_tokenizer.to_str())
+
+        def hf_batch(texts):
+            return [encoding.ids for encoding in reference.encode_batch(texts, add_special_tokens=False)]
+
+        def accelerated_batch(texts):
+            return accelerated(texts, add_special_tokens=False)["input_ids"]
+
+        bar = _bar(len(CONTEXTS), "contexts", progress)
+        results = scan(
+            hf_batch, {"raw": raw_backend.encode_batch, "accelerated": accelerated_batch}, progress=lambda _: bar.update()
+        )
+        bar.close()
+        raw, ours = results["raw"], results["accelerated"]
+        detail = f"raw backend: {raw.summary()}; accelerated: {ours.summary()}"
+        data = {"raw_divergent": raw.all_divergent, "accelerated_divergent": ours.all_divergent}
+        step.done("mismatch" if ours.all_divergent else "ok", detail, **data)
+
+
+def _properties(report, hf, accelerated, profile, examples, seed, quick, announce, progress) -> None:
+    from hypothesis import settings
+
+    from equivalence.differential import find_mismatch
+    from equivalence.strategies import input_classes
+
+    base = settings.get_profile(profile)
+    if examples is not None:
+        base = settings(base, max_examples=examples)
+    if quick:
+        base = settings(base, max_examples=min(base.max_examples, 10))
+    added = [str(token) for token in hf.added_tokens_decoder.values()]
+    classes = input_classes(added)
+    if quick:
+        classes.pop("long_prompts")
+    with _Step(report, "hypothesis properties", announce) as step:
+        mismatches = []
+        bar = _bar(len(classes), "input classes", progress)
+        for name, strategy in classes.items():
+            # Long prompts cost ~100 ms of HF time each: a handful proves the point.
+            class_settings = settings(base, max_examples=min(base.max_examples, 5)) if name == "long_prompts" else base
+            class_settings = settings(class_settings, derandomize=False) if seed else class_settings
+            mismatch = find_mismatch(hf.encode, accelerated.encode, strategy(), name, class_settings, seed or None)
+            if mismatch is not None:
+                mismatches.append(mismatch)
+                announce(mismatch.report())
+            bar.update()
+        bar.close()
+        per_class = base.max_examples
+        if mismatches:
+            step.done(
+                "mismatch",
+                f"{len(mismatches)} of {len(classes)} input classes disagree",
+                counterexamples=[m.report() for m in mismatches],
+            )
+        else:
+            step.done("ok", f"{len(classes)} input classes agree (up to {per_class} examples each, profile {profile!r})")
+
+
+def _chat_template(report, hf, accelerated, announce) -> None:
+    with _Step(report, "chat template", announce) as step:
+        if not getattr(hf, "chat_template", None):
+            step.done("skipped", "the tokenizer has no chat template")
+            return
+        conversations = [
+            [{"role": "user", "content": "Hello 世界 <think>x</think> 🦊"}],
+            [
+                {"role": "system", "content": "You are a careful agent.\n\n" + "tool output: {'a': [1, 2, 3]}\n" * 20},
+                {"role": "user", "content": "Résumé: e\u0301 1\ufe0f\u20e3 \t\r\n مرحبا"},
+                {"role": "assistant", "content": '<tool_call>{"name": "f"}</tool_call>'},
+            ],
+        ]
+        for messages in conversations:
+            ours = accelerated.apply_chat_template(messages, tokenize=True, add_generation_prompt=True, return_dict=False)
+            theirs = hf.apply_chat_template(messages, tokenize=True, add_generation_prompt=True, return_dict=False)
+            if ours != theirs:
+                step.done("mismatch", f"chat template ids differ for {messages!r}")
+                return
+        step.done("ok", f"{len(conversations)} conversations render and encode identically")
+
+
+def _grammar(report, hf, accelerated, announce) -> None:
+    with _Step(report, "grammar gate", announce) as step:
+        try:
+            import xgrammar  # noqa: F401
+        except ImportError:
+            step.done("skipped", "xgrammar is not installed (pip install 'tokbackend[test]'); grammar gate NOT run")
+            return
+        from equivalence.grammar import grammar_gate
+
+        try:
+            result = grammar_gate(accelerated, hf)
+        except Exception as error:
+            step.done("grammar", f"xgrammar cannot use the accelerated tokenizer: {type(error).__name__}: {error}")
+            return
+        if result.passed:
+            step.done("ok", f"TokenizerInfo equals HF's; {len(result.generations)} schema-constrained generations conform")
+        else:
+            step.done("grammar", "; ".join(result.differences + result.failures))
+
+
+def _speed(report, hf, accelerated, announce) -> None:
+    from equivalence.corpus import prompt_of_tokens
+
+    with _Step(report, "speed", announce) as step:
+        counter = hf.backend_tokenizer
+        prompts = [prompt_of_tokens(lambda text: len(counter.encode(text).ids), 424242 + index, 32000) for index in range(6)]
+        hf_times, fast_times = [], []
+        for index in range(3):
+            hf_times.append(_timed(hf.encode, prompts[2 * index]))
+            fast_times.append(_timed(accelerated.encode, prompts[2 * index + 1]))
+        hf_median, fast_median = statistics.median(hf_times), statistics.median(fast_times)
+        step.done(
+            "info",
+            f"32k-token prompt: HF {hf_median * 1000:.1f} ms, accelerated {fast_median * 1000:.2f} ms "
+            f"({hf_median / fast_median:.1f}x)",
+            hf_ms=hf_median * 1000,
+            accelerated_ms=fast_median * 1000,
+        )
+
+
+def _timed(encode, text: str) -> float:
+    started = time.perf_counter()
+    encode(text)
+    return time.perf_counter() - started
+
+
+class _NoBar:
+    def update(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+def _bar(total: int, unit: str, enabled: bool):
+    if not enabled:
+        return _NoBar()
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit=f" {unit}", leave=False)
+
+
+def summary_table(report: VerifyReport) -> str:
+    """The closing table: one row per step."""
+    width = max(len(step.name) for step in report.steps)
+    rows = [f"{'step'.ljust(width)}  status       seconds  detail"]
+    for step in report.steps:
+        detail = step.detail.splitlines()[0]
+        rows.append(f"{step.name.ljust(width)}  {step.status.ljust(11)}  {step.seconds:7.2f}  {detail[:110]}")
+    verdict = {
+        EXIT_OK: "exact and usable",
+        EXIT_MISMATCH: "MISMATCH: do not deploy",
+        EXIT_UNAVAILABLE: "backend cannot serve this model",
+        EXIT_GRAMMAR: "grammar gate FAILED",
+    }[report.exit_code]
+    rows.append(f"result: {verdict} (model {report.model}, backend {report.backend}, exit {report.exit_code})")
+    return "\n".join(rows)
