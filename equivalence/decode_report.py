@@ -26,10 +26,15 @@ def decode_cases(hf_tokenizer, backend_decode) -> list[DecodeCase]:
     """Compare `backend_decode(ids) -> str` with HF's decode on the cases that matter when streaming."""
     text = "Hello 世界 <|im_end|> 🦊"
     ids = hf_tokenizer.encode(text, add_special_tokens=False)
-    fox = hf_tokenizer.encode("🦊", add_special_tokens=False)
+    # A rare 4-byte character is split into byte tokens; its first token alone is partial UTF-8.
+    rare = next(
+        pieces
+        for character in ("\U00013000", "\U0001d518", "\U0001f9ec", "\U00010400")
+        if len(pieces := hf_tokenizer.encode(character, add_special_tokens=False)) > 1
+    )
     cases = {
         "plain text with a special token": ids,
-        "partial UTF-8 (first byte-token of a 4-byte emoji)": fox[:1],
+        "partial UTF-8 (first byte-token of a 4-byte character)": rare[:1],
         "empty": [],
     }
     results = [

@@ -88,7 +88,9 @@ def verify_model(
 ) -> VerifyReport:
     """Run the gate for `model` (built-in name, local directory, or hub id in the local cache)."""
     import tokbackend
-    from tokbackend.backends import BackendUnavailableError, backend_factory
+    from tokbackend.backends import BackendUnavailableError
+    from tokbackend.guard import GuardUnavailableError
+    from tokbackend.probe import run_probe
 
     report = VerifyReport(model, backend, [])
     with _Step(report, "load", announce) as step:
@@ -98,22 +100,27 @@ def verify_model(
             step.done("unavailable", f"HuggingFace cannot load {model!r} offline: {error}")
             return report
         try:
-            raw_backend = backend_factory(backend)(hf)
-            accelerated = tokbackend.accelerate(hf, backend=backend)
-        except (BackendUnavailableError, ValueError) as error:
+            # The probe's safety net is left off here so every step below sees the backend's
+            # own answers (through the Unicode guard, as deployed); the probe is its own step.
+            accelerated = tokbackend.accelerate(hf, backend=backend, probe=False)
+        except (BackendUnavailableError, GuardUnavailableError, ValueError) as error:
             step.done("unavailable", f"backend {backend!r} cannot serve {model}: {error}")
             return report
-        step.done("ok", f"{type(hf).__name__}, {len(hf)} tokens, backend {backend!r} loaded")
+        acceleration = accelerated.tokbackend
+        guarded = len(acceleration.guard.code_points)
+        step.done("ok", f"{type(hf).__name__}, {len(hf)} tokens, backend {backend!r} loaded, guard covers {guarded} code points")
 
     with _Step(report, "boot probe", announce) as step:
-        acceleration = accelerated.tokbackend
-        if acceleration.fast_path_enabled:
-            step.done("ok", f"edge strings agree ({acceleration.probe_seconds * 1000:.1f} ms)")
+        result = run_probe(acceleration.backend, accelerated, acceleration.guard)
+        if result.mismatch is None:
+            step.done("ok", f"{result.strings} edge strings agree ({result.seconds * 1000:.1f} ms)")
         else:
-            step.done("mismatch", acceleration.disabled_reason or "fast path disabled")
+            mismatch = result.mismatch
+            detail = f"{mismatch.text!r}: backend {mismatch.backend_ids[:12]} vs HF {mismatch.hf_ids[:12]}"
+            step.done("mismatch", f"edge string differs at index {mismatch.first_difference}: {detail}")
 
     if not quick:
-        _code_point_scan(report, hf, raw_backend, accelerated, announce, progress)
+        _code_point_scan(report, hf, acceleration.backend, accelerated, announce, progress)
     _properties(report, hf, accelerated, profile, examples, seed, quick, announce, progress)
     _chat_template(report, hf, accelerated, announce)
     if not quick:
