@@ -90,13 +90,20 @@ def _code_points_from_ranges(ranges: list[list[int]]) -> frozenset[int]:
     return frozenset(code_point for first, last in ranges for code_point in range(first, last + 1))
 
 
-def find_record(backend_name: str, fingerprint: str, cache_dir: Path) -> dict | None:
-    """The newest record for this model and backend: shipped first, then the cache."""
+def find_record(
+    backend_name: str, fingerprint: str, cache_dir: Path, versions: dict[str, str]
+) -> tuple[dict | None, dict | None]:
+    """(a record valid for `versions`, or None; any record found, for saying why it is stale).
+    Shipped records are looked at first, then the cache."""
+    found = None
     for directory in (SHIPPED_GUARDS, cache_dir / "guards"):
         path = directory / _record_name(backend_name, fingerprint)
         if path.is_file():
-            return json.loads(path.read_text(encoding="utf-8"))
-    return None
+            record = json.loads(path.read_text(encoding="utf-8"))
+            if record.get("format") == RECORD_FORMAT and record.get("versions") == versions:
+                return record, record
+            found = found or record
+    return None, found
 
 
 def derive_record(hf_tokenizer, backend: EncodeBackend, backend_name: str, fingerprint: str) -> dict:
@@ -139,11 +146,11 @@ def load_guard(hf_tokenizer, backend: EncodeBackend, backend_name: str, mode: st
     if mode == "off":
         return UnicodeGuard(frozenset())
     fingerprint = model_fingerprint(hf_tokenizer)
-    record = find_record(backend_name, fingerprint, cache_dir)
     current = installed_versions(backend_name)
-    if record is not None and record.get("format") == RECORD_FORMAT and record["versions"] == current:
+    record, stale = find_record(backend_name, fingerprint, cache_dir, current)
+    if record is not None:
         return UnicodeGuard(_code_points_from_ranges(record["code_points"]))
-    why = "no guard record for this model" if record is None else f"recorded for {record['versions']}, installed {current}"
+    why = "no guard record for this model" if stale is None else f"recorded for {stale.get('versions')}, installed {current}"
     if mode == "refuse":
         raise GuardUnavailableError(
             f"Unicode divergence guard for backend {backend_name!r}: {why}; run `tokbackend guard <model>` to derive it, "

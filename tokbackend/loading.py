@@ -37,7 +37,7 @@ def load(name_or_path: str = DEFAULT_MODEL, backend: str = "gigatoken", **from_p
     """
     accelerate_options = {
         key: from_pretrained_kwargs.pop(key)
-        for key in ("strict", "probe", "allow_hf_fallback", "unicode_guard")
+        for key in ("strict", "probe", "allow_hf_fallback", "unicode_guard", "cache_budget_mib")
         if key in from_pretrained_kwargs
     }
     return accelerate(load_hf(name_or_path, **from_pretrained_kwargs), backend=backend, **accelerate_options)

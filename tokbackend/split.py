@@ -117,6 +117,7 @@ class Acceleration:
             "disabled_reason": self.disabled_reason,
             "probe_seconds": self.probe_seconds,
             "guarded_code_points": len(self.guard.code_points),
+            **(self.backend.stats() if hasattr(self.backend, "stats") else {}),
             **self.stats_counter.snapshot(),
         }
 
@@ -364,7 +365,8 @@ def _rebuild_backend(tokenizer: AcceleratedTokenizerMixin, acceleration: Acceler
         fingerprint = _fingerprint(tokenizer)
         if fingerprint == acceleration.fingerprint:
             return  # another thread rebuilt it while we waited
-        backend = backend_factory(acceleration.backend_name)(tokenizer)
+        factory = backend_factory(acceleration.backend_name)
+        backend = factory(tokenizer, cache_budget_mib=acceleration.options.get("cache_budget_mib"))
         acceleration.special_affixes = _special_token_affixes(tokenizer)
         guard_mode = (
             acceleration.options.get("unicode_guard", "derive") if getattr(backend, "needs_unicode_guard", True) else "off"
@@ -444,6 +446,7 @@ def accelerate(
     probe: bool = True,
     allow_hf_fallback: bool = False,
     unicode_guard: str = "derive",
+    cache_budget_mib: int | None = 256,
 ) -> PreTrainedTokenizerBase:
     """Return a copy of `tokenizer` whose plain-text encode runs on `backend`.
 
@@ -460,6 +463,8 @@ def accelerate(
         HuggingFace when no record matches the installed versions: "derive" (scan every code
         point once, ~45 s on 2 cores, then cached), "refuse" (fast path off, logged; an error
         with strict=True), or "off" (no guard: only for backends known to be exact).
+    cache_budget_mib: how far the backend's encode caches may grow the process's resident memory
+        before they are renewed (gigatoken 0.10.0 never evicts on its own); None: unbounded.
 
     >>> fast = accelerate(AutoTokenizer.from_pretrained("Qwen/Qwen3-8B"))  # doctest: +SKIP
     >>> fast.encode("hello") == original.encode("hello")  # doctest: +SKIP
@@ -480,5 +485,11 @@ def accelerate(
     backend_factory(backend)  # fail early, with the list of known names, on a typo
     if unicode_guard not in ("derive", "refuse", "off"):
         raise ValueError(f'unicode_guard must be "derive", "refuse" or "off", got {unicode_guard!r}')
-    options = {"strict": strict, "probe": probe, "allow_hf_fallback": allow_hf_fallback, "unicode_guard": unicode_guard}
+    options = {
+        "strict": strict,
+        "probe": probe,
+        "allow_hf_fallback": allow_hf_fallback,
+        "unicode_guard": unicode_guard,
+        "cache_budget_mib": cache_budget_mib,
+    }
     return _attach(tokenizer, backend, options)

@@ -38,6 +38,10 @@ class EncodeBackend(Protocol):
 
 
 class BackendFactory(Protocol):
-    """Builds an `EncodeBackend` from a loaded HuggingFace fast tokenizer."""
+    """Builds an `EncodeBackend` from a loaded HuggingFace fast tokenizer.
 
-    def __call__(self, hf_tokenizer: PreTrainedTokenizerBase) -> EncodeBackend: ...
+    Keyword options come from `accelerate()` (e.g. `cache_budget_mib`); a factory ignores the
+    ones that do not concern it.
+    """
+
+    def __call__(self, hf_tokenizer: PreTrainedTokenizerBase, **options: object) -> EncodeBackend: ...

@@ -8,7 +8,11 @@ may encode at once, whereas gigatoken's single-text `encode` borrows it mutably 
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import os
+import threading
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -67,44 +71,131 @@ class BackendPanicError(RuntimeError):
     """A Rust panic inside gigatoken, re-raised as an ordinary exception."""
 
 
+DEFAULT_CACHE_BUDGET_MIB = 256
+# How much text (in characters) passes between two looks at the process's resident memory:
+# one read of /proc (~10 us) per ~10 prompts of 32k tokens.
+_CHECK_EVERY_CHARS = 1 << 20
+
+
+def _release_freed_memory() -> None:
+    """Hand memory freed by the old caches back to the OS (glibc keeps it in its arenas
+    otherwise, and resident memory would not show that the caches were dropped)."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None).malloc_trim(0)
+
+
+def _resident_bytes() -> int | None:
+    """This process's resident set size, or None where /proc is not available."""
+    try:
+        with open("/proc/self/statm", "rb") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 class GigatokenBackend:
-    """Plain-text encode through gigatoken, loaded from the tokenizer's own tokenizer.json."""
+    """Plain-text encode through gigatoken, loaded from the tokenizer's own tokenizer.json.
+
+    Memory: gigatoken 0.10.0 caches every distinct pretoken it meets, per worker, without
+    bound (+1 GiB after 3,000 distinct random-word prompts). The caches belong to the Rust
+    tokenizer object and are freed with it, so this backend watches the process's resident
+    memory (one read of /proc every 1 M characters of input) and, once it has grown by half
+    of `cache_budget_mib` since the last renewal, swaps in a spare tokenizer built ahead of
+    time (its fixed cost, ~90 MiB for a 248k vocabulary, is paid once at start), returns the
+    freed memory to the OS and builds the next spare on a background thread. The other half
+    of the budget absorbs what one call can add between two looks. Output never depends on
+    the caches, only speed does.
+    `cache_budget_mib=None` turns the budget off.
+    """
 
     name = "gigatoken"
     needs_unicode_guard = True  # ICU4X's Unicode tables are newer than HF tokenizers'
 
-    def __init__(self, hf_tokenizer: PreTrainedTokenizerBase) -> None:
-        import gigatoken
-
+    def __init__(self, hf_tokenizer: PreTrainedTokenizerBase, cache_budget_mib: int | None = DEFAULT_CACHE_BUDGET_MIB) -> None:
         backend_tokenizer = getattr(hf_tokenizer, "backend_tokenizer", None)
         if backend_tokenizer is None:
             raise BackendUnavailableError(f"{type(hf_tokenizer).__name__} is not a fast tokenizer (no backend_tokenizer)")
+        self._tokenizer_json = backend_tokenizer.to_str()
+        self._panic = _panic_type()
+        self._budget_bytes = None if cache_budget_mib is None else int(cache_budget_mib) << 20
+        self._chars_since_check = 0
+        self._renewal_lock = threading.Lock()
+        self._spare = None
+        self.cache_renewals = 0
+        self._rust = self._build(warm=True)
+        self._baseline = None
+        if self._budget_bytes is not None:
+            # A second, untouched tokenizer waits so a renewal is an instant swap: growth during
+            # a ~2 s rebuild would otherwise overshoot the budget on adversarial text.
+            self._prepare_spare()
+
+    def _build(self, warm: bool):
+        import gigatoken
+
         try:
-            self._rust = gigatoken.Tokenizer.from_json(backend_tokenizer.to_str()).backend
+            rust = gigatoken.Tokenizer.from_json(self._tokenizer_json).backend
         except Exception as error:
             reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
             raise BackendUnavailableError(f"gigatoken cannot load this tokenizer.json ({reason})") from error
-        self._panic = _panic_type()
-        self._warm_up()
-
-    def _warm_up(self) -> None:
-        # gigatoken builds its thread pool and per-thread state on first use; doing it here
-        # keeps that cost off the first burst of requests a fresh replica receives.
-        if not _forked:
-            self.encode_batch(_warmup_texts())
+        if warm and not _forked:
+            # gigatoken builds its thread pool and per-worker state on first use; doing it here
+            # keeps that cost off the first burst of requests a fresh replica receives.
+            self._call(rust, _warmup_texts(), parallel=True)
+        return rust
 
     def encode(self, text: str) -> list[int]:
-        return self._call(self._rust.encode_batch_list, [text], parallel=False)[0]
+        ids = self._call(self._rust, [text], parallel=False)[0]
+        self._account(len(text))
+        return ids
 
     def encode_batch(self, texts: list[str]) -> list[list[int]]:
-        return self._call(self._rust.encode_batch_list, texts, parallel=not _forked and len(texts) > 1)
+        ids = self._call(self._rust, texts, parallel=not _forked and len(texts) > 1)
+        self._account(sum(map(len, texts)))
+        return ids
 
-    def _call(self, method, texts: list[str], parallel: bool) -> list[list[int]]:
+    def stats(self) -> dict[str, int | None]:
+        return {
+            "cache_budget_mib": None if self._budget_bytes is None else self._budget_bytes >> 20,
+            "cache_renewals": self.cache_renewals,
+        }
+
+    def _call(self, rust, texts: list[str], parallel: bool) -> list[list[int]]:
         try:
-            return method(texts, parallel=parallel)
+            return rust.encode_batch_list(texts, parallel=parallel)
         except BaseException as error:
             # pyo3's PanicException derives from BaseException and would sail past every
             # `except Exception` in a server; turn it into an ordinary, named error.
             if self._panic is not None and isinstance(error, self._panic):
                 raise BackendPanicError(f"gigatoken panicked while encoding: {error}") from None
             raise
+
+    def _account(self, characters: int) -> None:
+        if self._budget_bytes is None:
+            return
+        # Unlocked on purpose: a lost update only delays the next look at memory slightly.
+        self._chars_since_check += characters
+        if self._chars_since_check < _CHECK_EVERY_CHARS:
+            return
+        self._chars_since_check = 0
+        resident = _resident_bytes()
+        if resident is None or self._baseline is None or resident - self._baseline < self._budget_bytes // 2:
+            return
+        with self._renewal_lock:
+            spare, self._spare = self._spare, None
+        if spare is None:
+            return  # the previous renewal is still building its spare
+        self._rust = spare  # in-flight calls finish on the old tokenizer, which is then freed
+        self.cache_renewals += 1
+        threading.Thread(target=self._after_renewal, name="tokbackend-cache-renewal", daemon=True).start()
+
+    def _prepare_spare(self) -> None:
+        spare = self._build(warm=False)
+        with self._renewal_lock:
+            self._spare = spare
+        _release_freed_memory()
+        self._baseline = _resident_bytes()
+
+    def _after_renewal(self) -> None:
+        time.sleep(0.1)  # let in-flight calls release the old tokenizer
+        _release_freed_memory()
+        self._prepare_spare()

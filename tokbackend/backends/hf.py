@@ -20,7 +20,8 @@ class HFBackend:
     name = "hf"
     needs_unicode_guard = False  # it is the reference
 
-    def __init__(self, hf_tokenizer: PreTrainedTokenizerBase) -> None:
+    def __init__(self, hf_tokenizer: PreTrainedTokenizerBase, **_options: object) -> None:
+        # Options such as cache_budget_mib concern caching backends; HF keeps no such cache.
         from tokenizers import Tokenizer
 
         backend_tokenizer = getattr(hf_tokenizer, "backend_tokenizer", None)

@@ -1,0 +1,209 @@
+"""Threads, child processes, memory, the Unicode guard's derivation, the boot probe."""
+
+from __future__ import annotations
+
+import json
+import logging
+import multiprocessing
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+import tokbackend
+from equivalence import codepoints
+from equivalence.corpus import prompt_text
+from tokbackend import guard as guard_module
+from tokbackend.split import AcceleratedTokenizerMixin, FastPathError
+
+HELPERS = Path(__file__).parent / "helpers"
+TEXTS = [prompt_text(seed, 3000, kind) for seed in range(6) for kind in ("code", "prose", "mixed")] + [
+    "<|im_start|>user\n<think>x</think><|im_end|>",
+    "e\u0301 \U0001f468\u200d\U0001f469 1\ufe0f\u20e3",
+    "a\u0300\u0300\u1ae6 guarded text",  # contains a code point the Unicode guard routes to HF
+]
+
+
+# -- 1. threads ------------------------------------------------------------------------------
+
+
+def test_concurrent_single_and_batch_calls_are_exact(hf_tokenizer, fast_tokenizer):
+    expected = [hf_tokenizer.encode(text) for text in TEXTS]
+    errors: list[BaseException] = []
+    wrong: list[int] = []
+    start = threading.Barrier(8)
+
+    def worker(offset: int) -> None:
+        start.wait()
+        try:
+            for call in range(40):
+                index = (offset + call) % len(TEXTS)
+                if call % 2:
+                    if fast_tokenizer.encode(TEXTS[index]) != expected[index]:
+                        wrong.append(index)
+                else:
+                    batch = fast_tokenizer(TEXTS[index : index + 4])["input_ids"]
+                    if batch != expected[index : index + 4]:
+                        wrong.append(index)
+        except BaseException as error:  # noqa: BLE001 - any error, Rust panics included, fails the test
+            errors.append(error)
+
+    threads = [threading.Thread(target=worker, args=(offset,)) for offset in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not errors, errors[:3]
+    assert not wrong
+    assert fast_tokenizer.tokbackend.stats()["fallbacks"].get("backend_error", 0) == 0
+
+
+def test_raw_gigatoken_single_encode_is_not_thread_safe(hf_tokenizer):
+    """Why every call goes through gigatoken's batch entry point."""
+    import gigatoken
+
+    raw = gigatoken.Tokenizer.from_json(hf_tokenizer.backend_tokenizer.to_str())
+    errors: list[str] = []
+
+    def worker() -> None:
+        for _ in range(30):
+            try:
+                raw.encode(TEXTS[0] * 20)
+                raw.encode_batch_list(TEXTS[:4])
+            except RuntimeError as error:
+                errors.append(str(error))
+
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert any("Already borrowed" in error for error in errors)
+
+
+# -- 2. fork, spawn, deepcopy, pickle --------------------------------------------------------
+
+
+def _child_encode(tokenizer, texts, queue) -> None:
+    stats_before = tokenizer.tokbackend.stats()["fast_texts"]
+    single = [tokenizer.encode(text) for text in texts]
+    batch = tokenizer(texts)["input_ids"]
+    queue.put(
+        {
+            "single": single,
+            "batch": batch,
+            "accelerated": isinstance(tokenizer, AcceleratedTokenizerMixin) and tokenizer.tokbackend.fast_path_enabled,
+            "fast_texts": tokenizer.tokbackend.stats()["fast_texts"] - stats_before,
+        }
+    )
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn", "forkserver"])
+def test_child_processes_get_a_working_exact_accelerated_tokenizer(hf_tokenizer, fast_tokenizer, method):
+    fast_tokenizer(TEXTS)  # the parent has used the batch thread pool before the fork
+    expected = [hf_tokenizer.encode(text) for text in TEXTS]
+    context = multiprocessing.get_context(method)
+    queue = context.Queue()
+    child = context.Process(target=_child_encode, args=(fast_tokenizer, TEXTS, queue))
+    child.start()
+    result = queue.get(timeout=240)
+    child.join(timeout=60)
+    assert child.exitcode == 0
+    assert result["single"] == expected
+    assert result["batch"] == expected
+    assert result["accelerated"]
+    assert result["fast_texts"] >= 2 * len(TEXTS) - 2  # all but the guarded text, twice
+
+
+# -- 3. bounded memory -----------------------------------------------------------------------
+
+
+def _growth(mode: str, budget_mib: int, prompts: int) -> dict:
+    completed = subprocess.run(
+        [sys.executable, str(HELPERS / "memory_growth.py"), mode, str(budget_mib), str(prompts)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
+    )
+    return json.loads(completed.stdout.strip().splitlines()[-1])
+
+
+def test_cache_memory_stays_within_the_budget_where_raw_gigatoken_does_not():
+    budget_mib = 128
+    raw = _growth("raw", budget_mib, 2000)
+    accelerated = _growth("accelerated", budget_mib, 2000)
+    assert raw["growth_mib"] > budget_mib, f"raw gigatoken grew only {raw['growth_mib']:.0f} MiB: the test proves nothing"
+    assert accelerated["growth_mib"] < budget_mib, accelerated
+    assert accelerated["renewals"] >= 1
+
+
+# -- 4. the Unicode guard ----------------------------------------------------------------------
+
+
+def test_guarded_text_is_exact_and_counted(hf_tokenizer, fast_tokenizer):
+    text = TEXTS[-1]
+    assert fast_tokenizer.tokbackend.guard.needs_hf(text)
+    before = fast_tokenizer.tokbackend.stats()["fallbacks"].get("unicode_guard", 0)
+    assert fast_tokenizer(TEXTS)["input_ids"] == [hf_tokenizer.encode(t) for t in TEXTS]
+    assert fast_tokenizer.tokbackend.stats()["fallbacks"]["unicode_guard"] == before + 1
+
+
+def test_guard_is_cheap_to_skip_for_ascii_and_flags_only_divergent_code_points(fast_tokenizer):
+    guard = fast_tokenizer.tokbackend.guard
+    assert not guard.needs_hf(prompt_text(1, 50_000, "code").encode("ascii", "ignore").decode())
+    assert not guard.needs_hf(prompt_text(1, 50_000, "prose"))
+    for code_point in sorted(guard.code_points)[:20]:
+        assert guard.needs_hf("plain text " + chr(code_point) + " more")
+
+
+@pytest.fixture
+def small_scan(monkeypatch):
+    """Derivations in these tests scan only the block holding a known divergence."""
+    monkeypatch.setattr(codepoints, "all_code_points", lambda: list(range(0x1A80, 0x1B00)))
+
+
+def test_guard_is_rederived_when_library_versions_change(fresh_pair, small_scan, monkeypatch, tmp_path, caplog):
+    hf, _ = fresh_pair
+    monkeypatch.setenv("TOKBACKEND_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(guard_module, "installed_versions", lambda backend: {"tokenizers": "9.9.9", "gigatoken": "9.9.9"})
+    with caplog.at_level(logging.WARNING, logger="tokbackend"):
+        fast = tokbackend.accelerate(hf)
+    assert any("deriving the Unicode divergence guard" in record.getMessage() for record in caplog.records)
+    records = list((tmp_path / "guards").glob("gigatoken-*.json"))
+    assert len(records) == 1
+    record = json.loads(records[0].read_text())
+    assert record["versions"] == {"tokenizers": "9.9.9", "gigatoken": "9.9.9"}
+    derived = fast.tokbackend.guard.code_points
+    assert {0x1AC1, 0x1AE0} <= derived <= set(range(0x1A80, 0x1B00))
+    # the derived set agrees with the record shipped for the real versions, on this block
+    shipped_path = guard_module.SHIPPED_GUARDS / guard_module._record_name("gigatoken", guard_module.model_fingerprint(hf))
+    shipped = guard_module._code_points_from_ranges(json.loads(shipped_path.read_text())["code_points"])
+    assert derived == shipped & set(range(0x1A80, 0x1B00))
+    # a second accelerate() finds the derived record in the cache instead of scanning again
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="tokbackend"):
+        tokbackend.accelerate(hf)
+    assert not any("deriving" in record.getMessage() for record in caplog.records)
+
+
+def test_guard_refuses_loudly_when_asked_to(fresh_pair, monkeypatch, tmp_path, caplog):
+    hf, _ = fresh_pair
+    monkeypatch.setenv("TOKBACKEND_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(guard_module, "installed_versions", lambda backend: {"tokenizers": "9.9.9", "gigatoken": "9.9.9"})
+    with caplog.at_level(logging.ERROR, logger="tokbackend"):
+        fast = tokbackend.accelerate(hf, unicode_guard="refuse")
+    assert not fast.tokbackend.fast_path_enabled
+    assert any("tokbackend guard" in record.getMessage() for record in caplog.records)
+    assert fast.encode("still exact") == hf.encode("still exact")
+    with pytest.raises(FastPathError, match="no guard record|recorded for"):
+        tokbackend.accelerate(hf, unicode_guard="refuse", strict=True)
+
+
+# -- 5. the boot probe -------------------------------------------------------------------------
+
+
+def test_boot_probe_is_within_budget(fast_tokenizer):
+    assert 0 < fast_tokenizer.tokbackend.probe_seconds < 0.05
