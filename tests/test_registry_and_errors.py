@@ -93,3 +93,31 @@ def test_bad_input_raises_what_hf_raises(hf_tokenizer, fast_tokenizer, bad, meth
         getattr(fast_tokenizer, method)(bad)
     assert type(ours.value) is type(theirs.value)
     assert isinstance(ours.value, Exception)
+
+
+def test_rust_panics_become_ordinary_exceptions(fast_tokenizer):
+    """A real gigatoken panic (decode of an out-of-range id) raised inside the backend's call
+    wrapper comes out as BackendPanicError, an Exception, not pyo3's BaseException."""
+    import gigatoken
+
+    from tokbackend.backends.gigatoken import BackendPanicError
+
+    rust = gigatoken.Tokenizer.from_json(fast_tokenizer.backend_tokenizer.to_str()).backend
+
+    class Panicking:
+        def encode_batch_list(self, texts, parallel):
+            return rust.decode([10**9])
+
+    with pytest.raises(BackendPanicError, match="panicked"):
+        fast_tokenizer.tokbackend.backend._call(Panicking(), ["x"], parallel=False)
+
+
+def test_out_of_range_ids_decode_as_hf_does(hf_tokenizer, fast_tokenizer):
+    ids = [10**9]
+    try:
+        expected = hf_tokenizer.decode(ids)
+    except Exception as error:  # whatever HF does, the accelerated tokenizer does the same
+        with pytest.raises(type(error)):
+            fast_tokenizer.decode(ids)
+    else:
+        assert fast_tokenizer.decode(ids) == expected

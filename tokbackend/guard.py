@@ -77,9 +77,11 @@ def installed_versions(backend_name: str) -> dict[str, str]:
 def model_fingerprint(hf_tokenizer) -> str:
     """Hash of what decides Unicode handling: normalizer, pre-tokenizer and model (vocab,
     merges). Added tokens are left out, so adding tokens does not force a re-derivation."""
-    config = json.loads(hf_tokenizer.backend_tokenizer.to_str())
-    relevant = {key: config.get(key) for key in ("normalizer", "pre_tokenizer", "model")}
-    return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()
+    rust = hf_tokenizer.backend_tokenizer
+    digest = hashlib.sha256()
+    for component in (rust.normalizer, rust.pre_tokenizer, rust.model):
+        digest.update(b"\0" if component is None else component.__getstate__())
+    return digest.hexdigest()
 
 
 def _record_name(backend_name: str, fingerprint: str) -> str:

@@ -122,14 +122,14 @@ class GigatokenBackend:
         self._renewal_lock = threading.Lock()
         self._spare = None
         self.cache_renewals = 0
-        self._rust = self._build(warm=True)
-        self._baseline = None
+        self._rust = self._build()
+        self._baseline = _resident_bytes()
         if self._budget_bytes is not None:
-            # A second, untouched tokenizer waits so a renewal is an instant swap: growth during
-            # a ~2 s rebuild would otherwise overshoot the budget on adversarial text.
-            self._prepare_spare()
+            # A second, warmed tokenizer waits so a renewal is an instant swap: growth during a
+            # ~2 s rebuild would otherwise overshoot the budget on adversarial text.
+            self._start_spare()
 
-    def _build(self, warm: bool):
+    def _build(self):
         import gigatoken
 
         try:
@@ -137,7 +137,7 @@ class GigatokenBackend:
         except Exception as error:
             reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
             raise BackendUnavailableError(f"gigatoken cannot load this tokenizer.json ({reason})") from error
-        if warm and not _forked:
+        if not _forked:
             # gigatoken builds its thread pool and per-worker state on first use; doing it here
             # keeps that cost off the first burst of requests a fresh replica receives.
             self._call(rust, _warmup_texts(), parallel=True)
@@ -183,19 +183,20 @@ class GigatokenBackend:
         with self._renewal_lock:
             spare, self._spare = self._spare, None
         if spare is None:
-            return  # the previous renewal is still building its spare
+            return  # the next spare is still being built
         self._rust = spare  # in-flight calls finish on the old tokenizer, which is then freed
         self.cache_renewals += 1
-        threading.Thread(target=self._after_renewal, name="tokbackend-cache-renewal", daemon=True).start()
+        self._start_spare(after_renewal=True)
 
-    def _prepare_spare(self) -> None:
-        spare = self._build(warm=False)
+    def _start_spare(self, after_renewal: bool = False) -> None:
+        threading.Thread(target=self._prepare_spare, args=(after_renewal,), name="tokbackend-spare", daemon=True).start()
+
+    def _prepare_spare(self, after_renewal: bool) -> None:
+        if after_renewal:
+            time.sleep(0.1)  # let in-flight calls release the old tokenizer
+            _release_freed_memory()
+        spare = self._build()
         with self._renewal_lock:
             self._spare = spare
         _release_freed_memory()
         self._baseline = _resident_bytes()
-
-    def _after_renewal(self) -> None:
-        time.sleep(0.1)  # let in-flight calls release the old tokenizer
-        _release_freed_memory()
-        self._prepare_spare()
