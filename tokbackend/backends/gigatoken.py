@@ -59,12 +59,10 @@ def _warmup_texts(chars: int = 4_000_000, piece: int = 100_000) -> list[str]:
     return [corpus[start : start + piece] for start in range(0, len(corpus), piece)]
 
 
-def _panic_type() -> type[BaseException] | None:
-    try:
-        from pyo3_runtime import PanicException  # type: ignore[import-not-found]
-    except ImportError:
-        return None
-    return PanicException
+def _is_rust_panic(error: BaseException) -> bool:
+    # pyo3 creates PanicException at run time in a module that cannot be imported by name.
+    kind = type(error)
+    return kind.__name__ == "PanicException" and kind.__module__ == "pyo3_runtime"
 
 
 class BackendPanicError(RuntimeError):
@@ -116,7 +114,6 @@ class GigatokenBackend:
         if backend_tokenizer is None:
             raise BackendUnavailableError(f"{type(hf_tokenizer).__name__} is not a fast tokenizer (no backend_tokenizer)")
         self._tokenizer_json = backend_tokenizer.to_str()
-        self._panic = _panic_type()
         self._budget_bytes = None if cache_budget_mib is None else int(cache_budget_mib) << 20
         self._chars_since_check = 0
         self._renewal_lock = threading.Lock()
@@ -165,7 +162,7 @@ class GigatokenBackend:
         except BaseException as error:
             # pyo3's PanicException derives from BaseException and would sail past every
             # `except Exception` in a server; turn it into an ordinary, named error.
-            if self._panic is not None and isinstance(error, self._panic):
+            if _is_rust_panic(error):
                 raise BackendPanicError(f"gigatoken panicked while encoding: {error}") from None
             raise
 
