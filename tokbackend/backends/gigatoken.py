@@ -70,9 +70,6 @@ class BackendPanicError(RuntimeError):
 
 
 DEFAULT_CACHE_BUDGET_MIB = 256
-# How much text (in characters) passes between two looks at the process's resident memory:
-# one read of /proc (~10 us) per ~10 prompts of 32k tokens.
-_CHECK_EVERY_CHARS = 1 << 20
 
 
 def _release_freed_memory() -> None:
@@ -82,27 +79,39 @@ def _release_freed_memory() -> None:
         ctypes.CDLL(None).malloc_trim(0)
 
 
+_statm = {"pid": None, "fd": None}
+
+
 def _resident_bytes() -> int | None:
-    """This process's resident set size, or None where /proc is not available."""
+    """This process's resident set size (~1.5 us: one pread of a kept /proc descriptor),
+    or None where /proc is not available."""
+    pid = os.getpid()
     try:
-        with open("/proc/self/statm", "rb") as statm:
-            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        if _statm["pid"] != pid:  # first call, or first call in a forked child
+            _statm["fd"], _statm["pid"] = os.open("/proc/self/statm", os.O_RDONLY), pid
+        return int(os.pread(_statm["fd"], 64, 0).split()[1]) * _PAGE_SIZE
     except (OSError, ValueError, IndexError):
         return None
+
+
+_PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
 class GigatokenBackend:
     """Plain-text encode through gigatoken, loaded from the tokenizer's own tokenizer.json.
 
     Memory: gigatoken 0.10.0 caches every distinct pretoken it meets, per worker, without
-    bound (+1 GiB after 3,000 distinct random-word prompts). The caches belong to the Rust
-    tokenizer object and are freed with it, so this backend watches the process's resident
-    memory (one read of /proc every 1 M characters of input) and, once it has grown by half
-    of `cache_budget_mib` since the last renewal, swaps in a spare tokenizer built ahead of
-    time (its fixed cost, ~90 MiB for a 248k vocabulary, is paid once at start), returns the
-    freed memory to the OS and builds the next spare on a background thread. The other half
-    of the budget absorbs what one call can add between two looks. Output never depends on
-    the caches, only speed does.
+    bound (+1 GiB after 3,000 distinct random-word prompts), and has no call to clear them.
+    The caches belong to the Rust tokenizer object and are freed with it, so this backend adds
+    up how much the process's resident memory grows *during its own encode calls* (two reads of
+    /proc per call, ~3 us; growth elsewhere in the process is not counted) and, at half of
+    `cache_budget_mib`, swaps in a spare tokenizer built ahead of time, hands the freed memory
+    back to the OS and builds the next spare on a background thread. The other half of the
+    budget is headroom for calls in flight. Output never depends on the caches, only speed.
+    Costs: the spare's fixed footprint (~90 MiB for a 248k vocabulary, built at start-up), and,
+    because gigatoken holds the GIL while it loads a vocabulary (~1.1 s for 248k tokens), one
+    pause of the process's Python threads per renewal; realistic traffic renews rarely (see
+    bench/RESULTS.md).
     `cache_budget_mib=None` turns the budget off.
     """
 
@@ -115,16 +124,15 @@ class GigatokenBackend:
             raise BackendUnavailableError(f"{type(hf_tokenizer).__name__} is not a fast tokenizer (no backend_tokenizer)")
         self._tokenizer_json = backend_tokenizer.to_str()
         self._budget_bytes = None if cache_budget_mib is None else int(cache_budget_mib) << 20
-        self._chars_since_check = 0
-        self._renewal_lock = threading.Lock()
+        self._growth = 0
+        self._spare_lock = threading.Lock()
         self._spare = None
         self.cache_renewals = 0
         self._rust = self._build()
-        self._baseline = _resident_bytes()
         if self._budget_bytes is not None:
-            # A second, warmed tokenizer waits so a renewal is an instant swap: growth during a
-            # ~2 s rebuild would otherwise overshoot the budget on adversarial text.
-            self._start_spare()
+            # A second, warmed tokenizer waits so that a renewal is an instant swap. It is built
+            # here, at start-up, because building one pauses every Python thread (see above).
+            self._prepare_spare(after_renewal=False)
 
     def _build(self):
         import gigatoken
@@ -141,14 +149,10 @@ class GigatokenBackend:
         return rust
 
     def encode(self, text: str) -> list[int]:
-        ids = self._call(self._rust, [text], parallel=False)[0]
-        self._account(len(text))
-        return ids
+        return self._measured([text], parallel=False)[0]
 
     def encode_batch(self, texts: list[str]) -> list[list[int]]:
-        ids = self._call(self._rust, texts, parallel=not _forked and len(texts) > 1)
-        self._account(sum(map(len, texts)))
-        return ids
+        return self._measured(texts, parallel=not _forked and len(texts) > 1)
 
     def stats(self) -> dict[str, int | None]:
         return {
@@ -166,34 +170,35 @@ class GigatokenBackend:
                 raise BackendPanicError(f"gigatoken panicked while encoding: {error}") from None
             raise
 
-    def _account(self, characters: int) -> None:
+    def _measured(self, texts: list[str], parallel: bool) -> list[list[int]]:
         if self._budget_bytes is None:
-            return
-        # Unlocked on purpose: a lost update only delays the next look at memory slightly.
-        self._chars_since_check += characters
-        if self._chars_since_check < _CHECK_EVERY_CHARS:
-            return
-        self._chars_since_check = 0
-        resident = _resident_bytes()
-        if resident is None or self._baseline is None or resident - self._baseline < self._budget_bytes // 2:
-            return
-        with self._renewal_lock:
+            return self._call(self._rust, texts, parallel)
+        before = _resident_bytes()
+        ids = self._call(self._rust, texts, parallel)
+        after = _resident_bytes()
+        if before is not None and after is not None and after > before:
+            # Unlocked on purpose: concurrent calls may count shared growth twice, which only
+            # renews a little early.
+            self._growth += after - before
+            if self._growth >= self._budget_bytes // 2:
+                self._renew()
+        return ids
+
+    def _renew(self) -> None:
+        with self._spare_lock:
             spare, self._spare = self._spare, None
         if spare is None:
             return  # the next spare is still being built
         self._rust = spare  # in-flight calls finish on the old tokenizer, which is then freed
         self.cache_renewals += 1
-        self._start_spare(after_renewal=True)
-
-    def _start_spare(self, after_renewal: bool = False) -> None:
-        threading.Thread(target=self._prepare_spare, args=(after_renewal,), name="tokbackend-spare", daemon=True).start()
+        threading.Thread(target=self._prepare_spare, args=(True,), name="tokbackend-spare", daemon=True).start()
 
     def _prepare_spare(self, after_renewal: bool) -> None:
         if after_renewal:
             time.sleep(0.1)  # let in-flight calls release the old tokenizer
             _release_freed_memory()
         spare = self._build()
-        with self._renewal_lock:
+        with self._spare_lock:
             self._spare = spare
-        _release_freed_memory()
-        self._baseline = _resident_bytes()
+        # Growth seen while the spare was built is mostly the spare itself: start counting afresh.
+        self._growth = 0
