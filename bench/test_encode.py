@@ -41,7 +41,10 @@ def test_burst_of_40_prompts(benchmark, competitor):
     benchmark.group = "burst 40 x 32k mixed"
     benchmark.extra_info.update(competitor=competitor, workload=benchmark.group)
     encode = BURST[competitor]
-    burst = lambda: ([workloads.unseen_prompt(32_000) for _ in range(40)],), {}  # noqa: E731
+
+    def burst():
+        return ([workloads.unseen_prompt(32_000) for _ in range(40)],), {}
+
     result = benchmark.pedantic(encode, setup=burst, rounds=2 if competitor.startswith("HF") else 5, iterations=1)
     assert len(result) == 40
 
