@@ -1,0 +1,88 @@
+"""Fixtures for the SGLang integration tests: real SGLang 0.5.23 code, in-process, on the CPU.
+
+These run in .ci/run's second stage (a venv with SGLang installed --no-deps); the main test
+command leaves this folder out (see pyproject.toml).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+import tokbackend
+
+QWEN3_CONFIG = {
+    "architectures": ["Qwen3ForCausalLM"],
+    "model_type": "qwen3",
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 16,
+    "num_hidden_layers": 2,
+    "vocab_size": 248320,
+    "max_position_embeddings": 32768,
+    "rms_norm_eps": 1e-6,
+    "rope_theta": 1000000.0,
+    "torch_dtype": "bfloat16",
+    "tie_word_embeddings": True,
+    "eos_token_id": 248046,
+}
+
+
+@pytest.fixture(scope="session")
+def model_dir(tmp_path_factory):
+    """A model directory SGLang can read: the built-in Qwen3.6 tokenizer plus a small config
+    (no weights: nothing here runs the model)."""
+    directory = tmp_path_factory.mktemp("qwen36-model")
+    for path in Path(tokbackend.loading.resolve_model("qwen3.6")).iterdir():
+        shutil.copy(path, directory / path.name)
+    (directory / "config.json").write_text(json.dumps(QWEN3_CONFIG))
+    return str(directory)
+
+
+@pytest.fixture(scope="session")
+def plugins_loaded():
+    from sglang.srt.plugins import load_plugins
+
+    load_plugins()
+    return True
+
+
+@pytest.fixture(scope="session")
+def server_args(model_dir, plugins_loaded):
+    """ServerArgs for `--tokenizer-backend gigatoken`, resolved and published as SGLang's
+    launcher does before it builds the tokenizer manager."""
+    from sglang.srt.entrypoints.engine import publish, resolve_auto_parsers
+    from sglang.srt.server_args import ServerArgs
+
+    arguments = ServerArgs(model_path=model_dir, tokenizer_backend="gigatoken", device="cpu", skip_server_warmup=True)
+    arguments.resolve_once()
+    arguments.check_server_args()
+    resolve_auto_parsers(arguments)
+    publish(arguments, role="tokenizer")
+    return arguments
+
+
+@pytest.fixture(scope="session")
+def port_args(server_args):
+    from sglang.srt.server_args import PortArgs
+
+    return PortArgs.init_new(server_args)
+
+
+@pytest.fixture(scope="session")
+def tokenizer_manager(server_args, port_args):
+    from sglang.srt.managers.tokenizer_manager import TokenizerManager
+
+    return TokenizerManager(server_args, port_args)
+
+
+@pytest.fixture(scope="session")
+def hf_reference(model_dir):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(model_dir)

@@ -1,0 +1,150 @@
+"""`--tokenizer-backend gigatoken` through real SGLang code: flag, tokenizer manager, chat
+serving, grammar backends, detokenizer, spawned children, multi-tokenizer workers."""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import os
+import subprocess
+import sys
+from importlib.metadata import entry_points
+
+import pytest
+
+from tokbackend.integrations import sglang as plugin
+from tokbackend.split import AcceleratedTokenizerMixin
+
+TEXTS = [
+    "Hello! 毕老师！1 + 1 = 2",
+    "<|im_start|>user\n<think>plan</think> call <tool_call>{\"a\": 1}</tool_call><|im_end|>",
+    "def f(x):\n    return x ** 2  # résumé e\u0301 \U0001f468\u200d\U0001f469\u200d\U0001f467",
+]
+
+
+def test_the_plugin_is_an_sglang_entry_point():
+    names = {entry.name: entry.value for entry in entry_points(group="sglang.srt.plugins")}
+    assert names.get("tokbackend") == "tokbackend.integrations.sglang:register"
+
+
+def test_the_flag_accepts_gigatoken(model_dir, plugins_loaded):
+    from sglang.srt.server_args import prepare_server_args
+
+    arguments = prepare_server_args(["--model-path", model_dir, "--tokenizer-backend", "gigatoken"])
+    assert arguments.tokenizer_backend == "gigatoken"
+    with pytest.raises(SystemExit):
+        prepare_server_args(["--model-path", model_dir, "--tokenizer-backend", "gigatokn"])
+
+
+def test_tokenizer_manager_tokenizes_a_batch_through_the_fast_path(tokenizer_manager, hf_reference):
+    tokenizer = tokenizer_manager.tokenizer
+    assert isinstance(tokenizer, AcceleratedTokenizerMixin)
+    before = tokenizer.tokbackend.stats()["fast_texts"]
+    input_ids, _ = asyncio.run(tokenizer_manager._tokenize_texts(TEXTS))
+    assert input_ids == hf_reference(TEXTS)["input_ids"]
+    assert tokenizer.tokbackend.stats()["fast_texts"] == before + len(TEXTS)
+
+
+def test_openai_chat_request_is_encoded_exactly_through_the_fast_path(tokenizer_manager, hf_reference, model_dir):
+    from sglang.srt.entrypoints.openai.protocol import ChatCompletionRequest
+    from sglang.srt.entrypoints.openai.serving_chat import OpenAIServingChat
+    from sglang.srt.parser.template_manager import TemplateManager
+
+    templates = TemplateManager()
+    templates.initialize_templates(tokenizer_manager, model_path=model_dir)
+    serving = OpenAIServingChat(tokenizer_manager, templates)
+    messages = [{"role": "system", "content": "Be terse."}, {"role": "user", "content": TEXTS[0] + " " + TEXTS[2] * 200}]
+    request = ChatCompletionRequest(model=model_dir, messages=messages, max_tokens=8)
+    before = tokenizer_manager.tokenizer.tokbackend.stats()["fast_texts"]
+    result = serving._process_messages(request, is_multimodal=False)
+    expected = hf_reference.apply_chat_template(messages, tokenize=True, add_generation_prompt=True, return_dict=False)
+    assert result.prompt_ids == expected
+    assert tokenizer_manager.tokenizer.tokbackend.stats()["fast_texts"] > before
+
+
+def test_grammar_backends_build_as_with_plain_hf(tokenizer_manager):
+    from sglang.srt.constrained.llguidance_backend import GuidanceBackend
+    from sglang.srt.constrained.xgrammar_backend import XGrammarGrammarBackend
+
+    tokenizer = tokenizer_manager.tokenizer
+    xgrammar_backend = XGrammarGrammarBackend(tokenizer, vocab_size=len(tokenizer))
+    assert xgrammar_backend.grammar_compiler is not None
+    guidance = GuidanceBackend(tokenizer)
+    assert guidance.llguidance_tokenizer is not None
+
+
+def test_detokenizer_decodes_through_hf(server_args, port_args, hf_reference):
+    from sglang.srt.managers.detokenizer_manager import DetokenizerManager
+
+    detokenizer = DetokenizerManager(server_args, port_args)
+    tokenizer = detokenizer.tokenizer
+    assert isinstance(tokenizer, AcceleratedTokenizerMixin)
+    assert type(tokenizer).decode is type(hf_reference).decode  # decode is HuggingFace's own
+    ids = hf_reference.encode(TEXTS[1] + TEXTS[2])
+    assert tokenizer.decode(ids) == hf_reference.decode(ids)
+    assert tokenizer.batch_decode([ids[:3], ids], skip_special_tokens=True) == hf_reference.batch_decode(
+        [ids[:3], ids], skip_special_tokens=True
+    )
+
+
+def _child_loads_plugins_and_encodes(model_dir, queue):
+    # What SGLang's scheduler and detokenizer processes do at start: load_plugins(), then
+    # build their tokenizer with the backend from the server arguments.
+    from sglang.srt.plugins import load_plugins
+
+    load_plugins()
+    from sglang.srt.utils.hf_transformers.tokenizer import get_tokenizer
+
+    tokenizer = get_tokenizer(model_dir, tokenizer_backend="gigatoken")
+    queue.put((isinstance(tokenizer, AcceleratedTokenizerMixin), [tokenizer.encode(text) for text in TEXTS]))
+
+
+def test_a_spawned_child_that_loads_plugins_gets_the_accelerated_tokenizer(model_dir, hf_reference):
+    context = multiprocessing.get_context("spawn")
+    queue = context.Queue()
+    child = context.Process(target=_child_loads_plugins_and_encodes, args=(model_dir, queue))
+    child.start()
+    accelerated, ids = queue.get(timeout=300)
+    child.join(timeout=60)
+    assert accelerated
+    assert ids == [hf_reference.encode(text) for text in TEXTS]
+
+
+def test_multi_tokenizer_workers_load_the_plugin_through_the_app_path(model_dir, plugins_loaded):
+    assert os.environ[plugin.APP_PATH_ENV] == plugin.TOKBACKEND_APP_PATH
+    module, _, attribute = plugin.TOKBACKEND_APP_PATH.partition(":")
+    # A fresh interpreter, as a uvicorn/granian worker is: importing the app path alone must
+    # leave get_tokenizer accelerated.
+    code = (
+        f"import importlib; app = getattr(importlib.import_module({module!r}), {attribute!r}); "
+        "from sglang.srt.utils.hf_transformers.tokenizer import get_tokenizer; "
+        f"tokenizer = get_tokenizer({model_dir!r}, tokenizer_backend='gigatoken'); "
+        "print('ACCELERATED', hasattr(tokenizer, 'tokbackend'), tokenizer.tokbackend.fast_path_enabled)"
+    )
+    completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, check=False)
+    assert "ACCELERATED True True" in completed.stdout, completed.stderr[-3000:]
+
+
+def test_a_model_the_fast_path_cannot_serve_stops_start_up(model_dir, plugins_loaded, tmp_path, monkeypatch):
+    import json
+    import shutil
+
+    from sglang.srt.utils.hf_transformers.tokenizer import get_tokenizer
+
+    broken = tmp_path / "lowercase-model"
+    shutil.copytree(model_dir, broken)
+    config = json.loads((broken / "tokenizer.json").read_text())
+    config["normalizer"] = {"type": "Sequence", "normalizers": [{"type": "NFC"}, {"type": "Lowercase"}]}
+    (broken / "tokenizer.json").write_text(json.dumps(config))
+    with pytest.raises(RuntimeError, match="cannot serve.*Lowercase.*TOKBACKEND_SGLANG_ALLOW_HF_FALLBACK"):
+        get_tokenizer(str(broken), tokenizer_backend="gigatoken")
+    monkeypatch.setenv(plugin.ALLOW_FALLBACK_ENV, "1")
+    tokenizer = get_tokenizer(str(broken), tokenizer_backend="gigatoken")
+    assert not tokenizer.tokbackend.fast_path_enabled
+    assert tokenizer.encode("HeLLo") == tokenizer.encode("hello")
+
+
+def test_plain_huggingface_backend_is_left_alone(model_dir, plugins_loaded):
+    from sglang.srt.utils.hf_transformers.tokenizer import get_tokenizer
+
+    assert not isinstance(get_tokenizer(model_dir, tokenizer_backend="huggingface"), AcceleratedTokenizerMixin)

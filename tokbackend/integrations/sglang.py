@@ -1,0 +1,127 @@
+"""SGLang plugin: `--tokenizer-backend gigatoken` on a stock SGLang server.
+
+Registered under SGLang's entry-point group `sglang.srt.plugins`, so SGLang runs `register()`
+through `load_plugins()` in every process that calls it (the launcher, `sgl.Engine`, the
+scheduler, the detokenizer, the data-parallel controller). `register()`:
+
+- adds "gigatoken" to the choices of `--tokenizer-backend`;
+- wraps `get_tokenizer` and `get_processor` (SGLang's hook registry patches every module that
+  imported them): with `tokenizer_backend="gigatoken"` they load the HuggingFace tokenizer as
+  usual and return `tokbackend.accelerate()` of it, logging one line per process;
+- points the HTTP app path of multi-tokenizer workers (`--tokenizer-worker-num > 1`), which
+  SGLang starts without calling `load_plugins()`, at `tokbackend.integrations.sglang_app`,
+  which calls it before loading SGLang's app.
+
+A model the fast path cannot serve fails at start-up with the reason; set
+TOKBACKEND_SGLANG_ALLOW_HF_FALLBACK=1 to serve it with HuggingFace instead (logged). With
+SGLANG_RUST_SERVER=1 SGLang tokenizes in Rust, where no Python hook applies: the plugin warns.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import typing
+
+logger = logging.getLogger("tokbackend")
+
+BACKEND_NAME = "gigatoken"
+ALLOW_FALLBACK_ENV = "TOKBACKEND_SGLANG_ALLOW_HF_FALLBACK"
+APP_PATH_ENV = "SGLANG_HTTP_SERVER_APP_PATH"
+SGLANG_DEFAULT_APP_PATH = "sglang.srt.entrypoints.http_server:app"
+TOKBACKEND_APP_PATH = "tokbackend.integrations.sglang_app:app"
+TARGETS = {
+    "get_tokenizer": "sglang.srt.utils.hf_transformers.tokenizer.get_tokenizer",
+    "get_processor": "sglang.srt.utils.hf_transformers.processor.get_processor",
+}
+
+
+def register() -> None:
+    """Entry point for `sglang.srt.plugins`: flag choice, hooks, multi-tokenizer workers."""
+    from sglang.srt.plugins.hook_registry import HookRegistry, HookType
+
+    _add_flag_choice()
+    HookRegistry.register(TARGETS["get_tokenizer"], _around_get_tokenizer, HookType.AROUND)
+    HookRegistry.register(TARGETS["get_processor"], _around_get_processor, HookType.AROUND)
+    app_path = os.environ.get(APP_PATH_ENV)
+    if app_path in (None, SGLANG_DEFAULT_APP_PATH):
+        os.environ[APP_PATH_ENV] = TOKBACKEND_APP_PATH
+    elif app_path != TOKBACKEND_APP_PATH:
+        logger.warning(
+            "tokbackend: %s=%s is set; multi-tokenizer HTTP workers must call sglang.srt.plugins.load_plugins() "
+            "themselves for --tokenizer-backend gigatoken to reach them",
+            APP_PATH_ENV,
+            app_path,
+        )
+    if os.environ.get("SGLANG_RUST_SERVER") == "1":
+        logger.warning(
+            "tokbackend: SGLANG_RUST_SERVER=1 tokenizes in Rust, where Python hooks do not apply; "
+            "--tokenizer-backend gigatoken has no effect on that path"
+        )
+
+
+def _add_flag_choice() -> None:
+    from sglang.srt.server_args import ServerArgs
+
+    metadata = typing.get_type_hints(ServerArgs, include_extras=True)["tokenizer_backend"].__metadata__
+    choices = metadata[0].choices
+    if BACKEND_NAME not in choices:
+        choices.append(BACKEND_NAME)
+
+
+def _around_get_tokenizer(original, *args, **kwargs):
+    if kwargs.get("tokenizer_backend") != BACKEND_NAME:
+        return original(*args, **kwargs)
+    kwargs["tokenizer_backend"] = "huggingface"
+    tokenizer = original(*args, **kwargs)
+    model = args[0] if args else kwargs.get("tokenizer_name", "?")
+    return accelerate_for_sglang(tokenizer, str(model))
+
+
+def _around_get_processor(original, *args, **kwargs):
+    if kwargs.get("tokenizer_backend") != BACKEND_NAME:
+        return original(*args, **kwargs)
+    kwargs["tokenizer_backend"] = "huggingface"
+    processor = original(*args, **kwargs)
+    model = str(args[0] if args else kwargs.get("tokenizer_name", "?"))
+    if hasattr(processor, "tokenizer"):
+        processor.tokenizer = accelerate_for_sglang(processor.tokenizer, model)
+        return processor
+    return accelerate_for_sglang(processor, model)
+
+
+def accelerate_for_sglang(tokenizer, model: str):
+    """`tokbackend.accelerate()` with SGLang's start-up contract: one log line per process, and
+    a model the fast path cannot serve stops the server unless HF fallback was asked for."""
+    import tokbackend
+
+    allow_fallback = os.environ.get(ALLOW_FALLBACK_ENV, "") not in ("", "0", "false", "False")
+    process = multiprocessing.current_process().name
+    try:
+        accelerated = tokbackend.accelerate(tokenizer, backend=BACKEND_NAME, allow_hf_fallback=allow_fallback)
+    except (tokbackend.BackendUnavailableError, TypeError) as error:
+        raise RuntimeError(
+            f"tokbackend: --tokenizer-backend gigatoken cannot serve {model} in process {process} (pid {os.getpid()}): "
+            f"{error}. Remove the flag, or set {ALLOW_FALLBACK_ENV}=1 to serve it with HuggingFace."
+        ) from error
+    acceleration = accelerated.tokbackend
+    stats = acceleration.stats()
+    state = "on" if acceleration.fast_path_enabled else f"OFF ({acceleration.disabled_reason})"
+    logger.warning(
+        "tokbackend: %s (pid %d) tokenizer for %s: backend gigatoken, fast path %s, boot probe %.1f ms, "
+        "Unicode guard covers %d code points, cache budget %s MiB",
+        process,
+        os.getpid(),
+        model,
+        state,
+        stats["probe_seconds"] * 1000,
+        stats["guarded_code_points"],
+        stats.get("cache_budget_mib"),
+    )
+    if not acceleration.fast_path_enabled and not allow_fallback:
+        raise RuntimeError(
+            f"tokbackend: the gigatoken fast path is off for {model} ({acceleration.disabled_reason}); "
+            f"refusing to start with a silent downgrade. Set {ALLOW_FALLBACK_ENV}=1 to serve it with HuggingFace."
+        )
+    return accelerated
