@@ -70,9 +70,7 @@ def chart(groups: dict[str, dict[str, float]], path: Path) -> None:
     figure, axes = plt.subplots(figsize=(11, 0.7 * len(names) + 2))
     height = 0.8 / max(1, len(competitors))
     for index, competitor in enumerate(competitors):
-        ratios = [
-            groups[g][_reference(g, groups[g])] / groups[g][competitor] if competitor in groups[g] else 0 for g in names
-        ]
+        ratios = [groups[g][_reference(g, groups[g])] / groups[g][competitor] if competitor in groups[g] else 0 for g in names]
         axes.barh([row + index * height for row in range(len(names))], ratios, height=height, label=competitor)
     axes.set_yticks([row + 0.4 - height / 2 for row in range(len(names))], names)
     axes.set_xlabel("speed-up over HuggingFace (x, higher is better)")

@@ -13,6 +13,8 @@ from hypothesis import given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 
+from tokbackend.probe import first_difference
+
 Encoder = Callable[[str], list[int]]
 
 
@@ -31,10 +33,7 @@ class Mismatch:
 
     @property
     def first_difference(self) -> int:
-        for index, (left, right) in enumerate(zip(self.expected, self.actual)):
-            if left != right:
-                return index
-        return min(len(self.expected), len(self.actual))
+        return first_difference(self.expected, self.actual)
 
     def report(self, context: int = 6) -> str:
         start = max(0, self.first_difference - context)

@@ -40,6 +40,14 @@ EDGE_STRINGS = (
 )
 
 
+def first_difference(left: list[int], right: list[int]) -> int:
+    """Index of the first position where two id lists differ (the shorter length if one is a prefix)."""
+    for index, (one, other) in enumerate(zip(left, right)):
+        if one != other:
+            return index
+    return min(len(left), len(right))
+
+
 @dataclasses.dataclass(frozen=True)
 class ProbeMismatch:
     text: str
@@ -48,10 +56,7 @@ class ProbeMismatch:
 
     @property
     def first_difference(self) -> int:
-        for index, (left, right) in enumerate(zip(self.backend_ids, self.hf_ids)):
-            if left != right:
-                return index
-        return min(len(self.backend_ids), len(self.hf_ids))
+        return first_difference(self.backend_ids, self.hf_ids)
 
 
 @dataclasses.dataclass(frozen=True)

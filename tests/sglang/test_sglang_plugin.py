@@ -17,7 +17,7 @@ from tokbackend.split import AcceleratedTokenizerMixin
 
 TEXTS = [
     "Hello! 毕老师！1 + 1 = 2",
-    "<|im_start|>user\n<think>plan</think> call <tool_call>{\"a\": 1}</tool_call><|im_end|>",
+    '<|im_start|>user\n<think>plan</think> call <tool_call>{"a": 1}</tool_call><|im_end|>',
     "def f(x):\n    return x ** 2  # résumé e\u0301 \U0001f468\u200d\U0001f469\u200d\U0001f467",
 ]
 

