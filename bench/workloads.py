@@ -33,10 +33,10 @@ def raw_gigatoken():
 @functools.cache
 def _token_counter():
     # A private HF copy: counting must not warm the caches of any measured tokenizer.
-    from tokenizers import Tokenizer
+    from tokbackend.backends.hf import HFBackend
 
-    counter = Tokenizer.from_str(hf_tokenizer().backend_tokenizer.to_str())
-    return lambda text: len(counter.encode(text, add_special_tokens=False).ids)
+    counter = HFBackend(hf_tokenizer())
+    return lambda text: len(counter.encode(text))
 
 
 def unseen_prompt(tokens: int, kind: str = "mixed") -> str:

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 from hypothesis import settings
-from tokenizers import Tokenizer, normalizers
+from tokenizers import normalizers
 
 import tokbackend
 from equivalence.codepoints import all_code_points, scan
@@ -17,6 +17,7 @@ from equivalence.differential import compare, find_mismatch
 from equivalence.grammar import grammar_gate
 from equivalence.strategies import input_classes
 from tokbackend.backends.gigatoken import GigatokenBackend
+from tokbackend.backends.hf import HFBackend
 from tokbackend.verify import EXIT_MISMATCH, EXIT_OK, EXIT_UNAVAILABLE, verify_model
 
 CLASS_NAMES = sorted(input_classes([]))
@@ -47,8 +48,7 @@ def test_pinned_counterexamples_stay_exact(hf_tokenizer, fast_tokenizer, text):
 
 
 def _hf_batch(hf_tokenizer):
-    reference = Tokenizer.from_str(hf_tokenizer.backend_tokenizer.to_str())
-    return lambda texts: [encoding.ids for encoding in reference.encode_batch(texts, add_special_tokens=False)]
+    return HFBackend(hf_tokenizer).encode_batch
 
 
 def test_every_code_point_is_exact_through_the_accelerated_tokenizer(hf_tokenizer, fast_tokenizer):

@@ -110,18 +110,10 @@ def find_record(
 
 def derive_record(hf_tokenizer, backend: EncodeBackend, backend_name: str, fingerprint: str) -> dict:
     """Run the exhaustive code-point scan (backend vs HF) and return a guard record."""
-    from tokenizers import Tokenizer
-
     from equivalence.codepoints import CONTEXTS, ranges, scan
+    from tokbackend.backends.hf import HFBackend
 
-    reference = Tokenizer.from_str(hf_tokenizer.backend_tokenizer.to_str())
-    reference.no_truncation()
-    reference.no_padding()
-
-    def hf_batch(texts: list[str]) -> list[list[int]]:
-        return [encoding.ids for encoding in reference.encode_batch(texts, add_special_tokens=False)]
-
-    report = scan(hf_batch, {"backend": backend.encode_batch})["backend"]
+    report = scan(HFBackend(hf_tokenizer).encode_batch, {"backend": backend.encode_batch})["backend"]
     return {
         "format": RECORD_FORMAT,
         "backend": backend_name,

@@ -18,6 +18,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from tokbackend.backends import BackendUnavailableError, EncodeBackend, backend_factory
+from tokbackend.backends.base import DEFAULT_CACHE_BUDGET_MIB
 from tokbackend.cache import cache_dir
 from tokbackend.guard import GuardUnavailableError, UnicodeGuard, load_guard
 from tokbackend.probe import ProbeMismatch, run_probe
@@ -42,6 +43,20 @@ _FLAGS_NEEDING_HF = (
 )
 # Accepted with any value: they only affect warnings or paths the fast path never takes.
 _HARMLESS_KWARGS = frozenset({"verbose", "stride", "padding_side", "max_length"})
+# Every `_encode_plus` keyword `_fast_path_reason` knows; anything else goes to HuggingFace.
+_KNOWN_KWARGS = frozenset(
+    {
+        "padding_strategy",
+        "truncation_strategy",
+        "return_tensors",
+        "pad_to_multiple_of",
+        "split_special_tokens",
+        "return_token_type_ids",
+        "return_attention_mask",
+        *_FLAGS_NEEDING_HF,
+        *_HARMLESS_KWARGS,
+    }
+)
 
 
 class FastPathError(RuntimeError):
@@ -196,9 +211,8 @@ class AcceleratedTokenizerMixin:
         """None when the backend may answer this `_encode_plus` call, else why not."""
         from transformers.tokenization_utils_base import PaddingStrategy, TruncationStrategy
 
-        if isinstance(text, str) or isinstance(text, (list, tuple)) and text and all(isinstance(item, str) for item in text):
-            pass
-        else:
+        plain_texts = isinstance(text, (list, tuple)) and text and all(isinstance(item, str) for item in text)
+        if not (isinstance(text, str) or plain_texts):
             return "non_text_input"
         if text_pair is not None:
             return "text_pair"
@@ -219,9 +233,7 @@ class AcceleratedTokenizerMixin:
         for flag in _FLAGS_NEEDING_HF:
             if kwargs.get(flag):
                 return flag
-        known = {"padding_strategy", "truncation_strategy", "return_tensors", "pad_to_multiple_of", "split_special_tokens"}
-        known.update(_FLAGS_NEEDING_HF, _HARMLESS_KWARGS, ("return_token_type_ids", "return_attention_mask"))
-        unknown = sorted(key for key in kwargs if key not in known)
+        unknown = sorted(key for key in kwargs if key not in _KNOWN_KWARGS)
         if unknown:
             return f"unknown_kwarg:{unknown[0]}"
         return None
@@ -387,13 +399,12 @@ def _rebuild_backend(tokenizer: AcceleratedTokenizerMixin, acceleration: Acceler
 
 
 def _probe_and_publish(tokenizer: AcceleratedTokenizerMixin, acceleration: Acceleration, backend: EncodeBackend) -> None:
+    acceleration.disabled_reason = None
     if not acceleration.options.get("probe", True):
-        acceleration.disabled_reason = None
         return
     result = run_probe(backend, tokenizer, acceleration.guard)
     acceleration.probe_seconds = result.seconds
     if result.mismatch is None:
-        acceleration.disabled_reason = None
         return
     mismatch: ProbeMismatch = result.mismatch
     message = (
@@ -446,7 +457,7 @@ def accelerate(
     probe: bool = True,
     allow_hf_fallback: bool = False,
     unicode_guard: str = "derive",
-    cache_budget_mib: int | None = 256,
+    cache_budget_mib: int | None = DEFAULT_CACHE_BUDGET_MIB,
 ) -> PreTrainedTokenizerBase:
     """Return a copy of `tokenizer` whose plain-text encode runs on `backend`.
 

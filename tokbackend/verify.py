@@ -138,15 +138,11 @@ def _is_local(model: str) -> bool:
 
 
 def _code_point_scan(report, hf, raw_backend, accelerated, announce, progress) -> None:
-    from tokenizers import Tokenizer
-
     from equivalence.codepoints import CONTEXTS, scan
+    from tokbackend.backends.hf import HFBackend
 
     with _Step(report, "code-point scan", announce) as step:
-        reference = Tokenizer.from_str(hf.backend_tokenizer.to_str())
-
-        def hf_batch(texts):
-            return [encoding.ids for encoding in reference.encode_batch(texts, add_special_tokens=False)]
+        hf_batch = HFBackend(hf).encode_batch
 
         def accelerated_batch(texts):
             return accelerated(texts, add_special_tokens=False)["input_ids"]

@@ -15,6 +15,10 @@ if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
 
 
+# Default growth budget, in MiB, for backends that cache what they encode (see accelerate()).
+DEFAULT_CACHE_BUDGET_MIB = 256
+
+
 class BackendUnavailableError(RuntimeError):
     """The backend cannot serve this tokenizer (it cannot load it, or not exactly)."""
 

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tokbackend.backends.base import BackendUnavailableError
+from tokbackend.backends.base import DEFAULT_CACHE_BUDGET_MIB, BackendUnavailableError
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
@@ -67,9 +67,6 @@ def _is_rust_panic(error: BaseException) -> bool:
 
 class BackendPanicError(RuntimeError):
     """A Rust panic inside gigatoken, re-raised as an ordinary exception."""
-
-
-DEFAULT_CACHE_BUDGET_MIB = 256
 
 
 def _release_freed_memory() -> None:
