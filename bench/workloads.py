@@ -35,7 +35,7 @@ def _token_counter():
     # A private HF copy: counting must not warm the caches of any measured tokenizer.
     from tokbackend.backends.hf import HFBackend
 
-    counter = HFBackend(hf_tokenizer())
+    counter = HFBackend(hf_tokenizer().backend_tokenizer.to_str())
     return lambda text: len(counter.encode(text))
 
 

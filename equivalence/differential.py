@@ -9,10 +9,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 
+from equivalence.strategies import EXAMPLES
 from tokbackend.probe import first_difference
 
 Encoder = Callable[[str], list[int]]
@@ -63,7 +64,8 @@ def find_mismatch(
 ) -> Mismatch | None:
     """Search `strategy` for an input the encoders disagree on; return it shrunk, or None.
 
-    Hypothesis replays the minimal failing example last, so the mismatch kept is the shrunk one.
+    The class's pinned counterexamples (`equivalence.strategies.EXAMPLES`) run first. Hypothesis
+    replays the minimal failing example last, so the mismatch kept is the shrunk one.
     """
     found: list[Mismatch] = []
 
@@ -74,6 +76,9 @@ def find_mismatch(
         if mismatch is not None:
             found.append(mismatch)
             raise Disagreement(mismatch.report())
+
+    for pinned in EXAMPLES.get(input_class, ()):
+        property_holds = example(pinned)(property_holds)
 
     if seed is not None:
         property_holds = hypothesis_seed(seed)(property_holds)

@@ -5,20 +5,29 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import settings
+from hypothesis import strategies as st
 from tokenizers import normalizers
 
 import tokbackend
-from equivalence.codepoints import all_code_points, scan
 from equivalence.decode_report import decode_cases, gigatoken_decode
 from equivalence.differential import compare, find_mismatch
 from equivalence.grammar import grammar_gate
-from equivalence.strategies import input_classes
+from equivalence.strategies import EXAMPLES, input_classes
+from equivalence.vocabularies import vocabulary_dir
+from tokbackend import cli
 from tokbackend.backends.gigatoken import GigatokenBackend
 from tokbackend.backends.hf import HFBackend
-from tokbackend.verify import EXIT_MISMATCH, EXIT_OK, EXIT_UNAVAILABLE, verify_model
+from tokbackend.cache import cache_dir
+from tokbackend.guard import UnicodeGuard, guard_versions, model_fingerprint
+from tokbackend.guard.contexts import ScanContext, derive_contexts
+from tokbackend.guard.records import BAKED_RECORDS_ENV, find_record, write_record
+from tokbackend.guard.scan import all_code_points, from_ranges, plane_code_points, ranges, scan
+from tokbackend.split import AcceleratedTokenizerMixin
+from tokbackend.verify import EXIT_GRAMMAR, EXIT_MISMATCH, EXIT_OK, EXIT_UNAVAILABLE, verify_model
 
 CLASS_NAMES = sorted(input_classes([]))
 
@@ -29,41 +38,112 @@ def test_accelerated_encode_equals_hf_for_every_input_class(hf_tokenizer, fast_t
     strategy = input_classes(added)[input_class]()
     profile = settings.get_profile("ci")
     if input_class == "long_prompts":
-        profile = settings(profile, max_examples=3)
+        profile = settings(profile, max_examples=4)
+    before = fast_tokenizer.tokbackend.stats()["fast_texts"]
     mismatch = find_mismatch(hf_tokenizer.encode, fast_tokenizer.encode, strategy, input_class, profile)
     assert mismatch is None, mismatch.report()
+    assert fast_tokenizer.tokbackend.stats()["fast_texts"] > before, "the backend answered none of the examples"
 
 
-# Counterexamples the harness found once, pinned forever.
-PINNED = [
-    "\u00c0\u0300\u1ae6",  # NFC reorders U+1AE6 (ccc 220 in gigatoken's Unicode, 0 in HF's): found by combining_marks
-    "a\U000113c2\U000113c2",  # a Unicode 16 composition pair that HF's NFC does not know: found by the code-point scan
-]
+PINNED = [(input_class, text) for input_class, texts in EXAMPLES.items() for text in texts]
 
 
-@pytest.mark.parametrize("text", PINNED, ids=ascii)
-def test_pinned_counterexamples_stay_exact(hf_tokenizer, fast_tokenizer, text):
+@pytest.mark.parametrize(("input_class", "text"), PINNED, ids=lambda value: ascii(value)[:40])
+def test_pinned_counterexamples_stay_exact(hf_tokenizer, fast_tokenizer, input_class, text):
     assert fast_tokenizer.encode(text) == hf_tokenizer.encode(text)
-    assert fast_tokenizer.tokbackend.guard.needs_hf(text)
+    assert fast_tokenizer(text)["input_ids"] == hf_tokenizer(text)["input_ids"]
+
+
+def test_find_mismatch_replays_the_pinned_examples(hf_tokenizer):
+    pinned = EXAMPLES["recent_code_points"][1]
+
+    def wrong_on_the_pinned_example(text):
+        ids = hf_tokenizer.encode(text)
+        return ids + [0] if text == pinned else ids
+
+    profile = settings(settings.get_profile("ci"), max_examples=1)
+    mismatch = find_mismatch(hf_tokenizer.encode, wrong_on_the_pinned_example, st.just("x"), "recent_code_points", profile)
+    assert mismatch is not None and mismatch.text == pinned
+
+
+def _letter_class(fast_tokenizer) -> frozenset[int]:
+    """The code points the guard holds because gigatoken reads them as letters and HF does not."""
+    return from_ranges(fast_tokenizer.tokbackend.guard.record["found_by"]["ids"]["contractions"])
+
+
+def test_recent_code_points_class_catches_a_guard_missing_the_letter_class(hf_tokenizer):
+    planted = tokbackend.accelerate(hf_tokenizer)
+    guard = planted.tokbackend.guard
+    planted.tokbackend.guard = UnicodeGuard(guard.code_points - _letter_class(planted), guard.record)
+    strategy = input_classes([])["recent_code_points"]()
+    # a class name without pinned examples: the strategy alone must find it
+    mismatch = find_mismatch(hf_tokenizer.encode, planted.encode, strategy, "unpinned", settings.get_profile("ci"))
+    assert mismatch is not None
+    assert any(ord(character) in _letter_class(planted) for character in mismatch.text)
 
 
 def _hf_batch(hf_tokenizer):
-    return HFBackend(hf_tokenizer).encode_batch
+    return HFBackend(hf_tokenizer.backend_tokenizer.to_str()).encode_batch
 
 
-def test_every_code_point_is_exact_through_the_accelerated_tokenizer(hf_tokenizer, fast_tokenizer):
-    """The full scan: the raw backend diverges on some code points, the guard covers all of them."""
-    results = scan(
+def _full_scan(hf_tokenizer, fast_tokenizer):
+    from tokbackend.guard.derive import FULL_PLANES
+
+    return scan(
         _hf_batch(hf_tokenizer),
         {
             "raw": fast_tokenizer.tokbackend.backend.encode_batch,
             "accelerated": lambda texts: fast_tokenizer(texts, add_special_tokens=False)["input_ids"],
         },
+        derive_contexts(hf_tokenizer.backend_tokenizer.to_str()),
+        plane_code_points(FULL_PLANES),
     )
+
+
+@pytest.mark.slow
+def test_every_code_point_is_exact_through_the_accelerated_tokenizer(hf_tokenizer, fast_tokenizer):
+    """The full scan in every derived context (CI runs it for Qwen3.6 through `tokbackend verify`)."""
+    results = _full_scan(hf_tokenizer, fast_tokenizer)
     assert results["accelerated"].all_divergent == []
     raw = set(results["raw"].all_divergent)
     assert raw, "the raw backend no longer diverges anywhere: the guard's records are stale"
     assert raw <= fast_tokenizer.tokbackend.guard.code_points
+
+
+# Guard records for the test vocabularies (derived like the shipped ones, see README "Guard records").
+TEST_RECORDS = Path(__file__).parent / "guards"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("vocabulary", ["llama3-split", "o200k-split"])
+def test_every_code_point_is_exact_for_other_split_patterns(vocabulary, monkeypatch):
+    monkeypatch.setenv(BAKED_RECORDS_ENV, str(TEST_RECORDS))
+    hf = _vocabulary_tokenizer(vocabulary)
+    fast = tokbackend.accelerate(hf)
+    results = _full_scan(hf, fast)
+    assert results["accelerated"].all_divergent == []
+    assert set(results["raw"].all_divergent) <= fast.tokbackend.guard.code_points
+
+
+@pytest.mark.parametrize("vocabulary", ["llama3-split", "o200k-split"])
+@pytest.mark.parametrize("input_class", ["recent_code_points", "contractions", "any_text", "digit_runs"])
+def test_other_split_patterns_are_exact_for_boundary_classes(vocabulary, input_class, monkeypatch):
+    monkeypatch.setenv(BAKED_RECORDS_ENV, str(TEST_RECORDS))
+    hf = _vocabulary_tokenizer(vocabulary)
+    fast = tokbackend.accelerate(hf)
+    strategy = input_classes([])[input_class]()
+    mismatch = find_mismatch(hf.encode, fast.encode, strategy, input_class, settings.get_profile("ci"))
+    assert mismatch is None, mismatch.report()
+    assert fast.tokbackend.stats()["fast_texts"] > 0
+
+
+_vocabularies: dict[str, object] = {}
+
+
+def _vocabulary_tokenizer(name: str):
+    if name not in _vocabularies:
+        _vocabularies[name] = tokbackend.load_hf(str(vocabulary_dir(name)))
+    return _vocabularies[name]
 
 
 def test_differential_report_shows_input_ids_and_first_difference():
@@ -95,7 +175,10 @@ def test_scan_names_the_code_points_that_differ(hf_tokenizer):
         ]
 
     report = scan(
-        reference, {"wrong": wrong}, code_points=list(range(0x00C0, 0x0100)) + list(range(0x4E00, 0x4E40)), contexts=["a{0}"]
+        reference,
+        {"wrong": wrong},
+        code_points=list(range(0x00C0, 0x0100)) + list(range(0x4E00, 0x4E40)),
+        contexts=[ScanContext("a{0}", "letters")],
     )
     assert set(report["wrong"].all_divergent) == planted
     assert len(all_code_points()) == 0x110000 - 0x800
@@ -132,6 +215,9 @@ def test_verify_quick_exits_0_on_builtin_models(model, tmp_path):
     report = json.loads(report_path.read_text())
     assert report["exit_code"] == 0
     assert [step["name"] for step in report["steps"]][:2] == ["load", "boot probe"]
+    properties = next(step for step in report["steps"] if step["name"] == "hypothesis properties")
+    assert properties["data"]["backend_answered"] > 0
+    assert "oracle boundaries" in report["steps"][0]["detail"]  # the guard by class and oracle
 
 
 class DropsAfterDigits(GigatokenBackend):
@@ -159,6 +245,79 @@ def test_verify_exits_1_with_a_minimal_example_on_a_wrong_backend():
     assert "first difference at index" in output
 
 
+def test_verify_exits_1_when_the_fast_path_silently_answers_nothing(monkeypatch, capsys):
+    """A planted defect: every encode answered by HF and nothing counted. The ids are right, and
+    a gate that only compared ids would pass."""
+    monkeypatch.setattr(AcceleratedTokenizerMixin, "_tokbackend_encode", lambda self, texts, add_special_tokens: None)
+    assert cli.main(["verify", "qwen3", "--quick", "--no-progress"]) == EXIT_MISMATCH
+    assert "answered none" in capsys.readouterr().out
+
+
+def _guard_classes(record: dict) -> dict[tuple[str, ...], list[int]]:
+    """The guard's code points grouped by the set of (oracle, family) that found each one."""
+    flags: dict[int, set[str]] = {}
+    for oracle, families in record["found_by"].items():
+        for family, found in families.items():
+            for code_point in from_ranges(found):
+                flags.setdefault(code_point, set()).add(f"{oracle}:{family}")
+    classes: dict[tuple[str, ...], list[int]] = {}
+    for code_point, found_by in sorted(flags.items()):
+        classes.setdefault(tuple(sorted(found_by)), []).append(code_point)
+    return classes
+
+
+def _qwen36_record() -> dict:
+    """The record accelerate() uses for Qwen3.6 with the installed versions."""
+    tokenizer_json = tokbackend.load_hf("qwen3.6").backend_tokenizer.to_str()
+    record, _ = find_record("gigatoken", model_fingerprint(tokenizer_json), cache_dir(), guard_versions(("gigatoken",)))
+    assert record is not None, "no guard record for Qwen3.6 with the installed versions"
+    return record
+
+
+@pytest.mark.parametrize("guard_class", sorted(_guard_classes(_qwen36_record())), ids=lambda flags: "+".join(flags)[:60])
+def test_verify_exits_1_on_a_guard_missing_any_one_class(guard_class, monkeypatch, tmp_path, capsys):
+    """Remove one class of divergent code points from a correct guard: the scan must name one of them."""
+    record = _qwen36_record()
+    members = _guard_classes(record)[guard_class]
+    trimmed = sorted(from_ranges(record["code_points"]) - set(members))
+    write_record({**record, "code_points": [list(pair) for pair in ranges(trimmed)]}, tmp_path)
+    monkeypatch.setenv(BAKED_RECORDS_ENV, str(tmp_path))
+    sample = members[:: max(1, len(members) // 6)][:6]
+    code_points = ",".join(f"U+{code_point:04X}" for code_point in sample + [0x4E00, 0x0416])
+    exit_code = cli.main(["verify", "qwen3.6", "--code-points", code_points, "--examples", "3", "--no-progress"])
+    output = capsys.readouterr().out
+    assert exit_code == EXIT_MISMATCH, output[-3000:]
+    assert "counterexample:" in output
+    assert any(f"U+{code_point:04X} in context" in output for code_point in members)
+
+
+def test_verify_exits_3_when_a_grammar_engine_sees_another_vocabulary(monkeypatch, capsys):
+    """A planted defect: the accelerated object reports a vocabulary with two ids swapped."""
+
+    def swapped_vocab(self):
+        vocab = dict(super(AcceleratedTokenizerMixin, self).get_vocab())
+        vocab["a"], vocab["b"] = vocab["b"], vocab["a"]
+        return vocab
+
+    monkeypatch.setattr(AcceleratedTokenizerMixin, "get_vocab", swapped_vocab, raising=False)
+    exit_code = cli.main(["verify", "qwen3", "--code-points", "U+0041..U+0043", "--examples", "3", "--no-progress"])
+    output = capsys.readouterr().out
+    assert exit_code == EXIT_GRAMMAR, output[-3000:]
+    assert "grammar gate FAILED" in output
+
+
+def test_full_verify_on_qwen36_with_scan_and_grammar_gate(tmp_path):
+    """The whole gate as a user runs it (every code point, grammar gate), with fewer examples."""
+    report_path = tmp_path / "report.json"
+    exit_code = cli.main(["verify", "qwen3.6", "--profile", "dev", "--no-progress", "--json", str(report_path)])
+    report = json.loads(report_path.read_text())
+    assert exit_code == EXIT_OK, [step for step in report["steps"] if step["status"] != "ok"]
+    steps = {step["name"]: step for step in report["steps"]}
+    assert steps["code-point scan"]["status"] == "ok" and steps["code-point scan"]["data"]["backend_answered"] > 0
+    assert steps["code-point scan"]["data"]["raw_divergent"], "the raw backend diverges nowhere: stale guard?"
+    assert steps["grammar gate"]["status"] == "ok"
+
+
 def test_verify_exits_2_with_the_cause_on_a_tokenizer_the_backend_cannot_load(tmp_path):
     hf = tokbackend.load_hf("qwen3.6")  # a TokenizersBackend: reloads its tokenizer.json as saved
     hf.backend_tokenizer.normalizer = normalizers.Sequence([normalizers.NFC(), normalizers.Lowercase()])
@@ -167,9 +326,3 @@ def test_verify_exits_2_with_the_cause_on_a_tokenizer_the_backend_cannot_load(tm
     assert completed.returncode == EXIT_UNAVAILABLE
     assert "Lowercase" in completed.stdout
     assert "cannot serve" in completed.stdout
-
-
-@pytest.mark.slow
-def test_full_verify_on_qwen36():
-    report = verify_model("qwen3.6", announce=lambda line: None, progress=False)
-    assert report.exit_code == EXIT_OK, [step for step in report.steps if step.status != "ok"]

@@ -7,11 +7,12 @@ import json
 import logging
 import sys
 
+from tokbackend.guard.records import BAKED_RECORDS_ENV
 from tokbackend.verify import EXIT_UNAVAILABLE, summary_table, verify_model
 
 VERIFY_EPILOG = """exit codes:
   0  the backend is exact and usable for this model
-  1  a mismatch was found (minimal counterexamples are printed)
+  1  a mismatch was found (minimal counterexamples are printed), or the fast path answered nothing
   2  the backend cannot serve this model (the reason is printed)
   3  the grammar gate failed
 """
@@ -39,6 +40,11 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--json", metavar="PATH", help="also write a machine-readable report to PATH")
     verify.add_argument("--quick", action="store_true", help="seconds, for boot-time use: no code-point scan, no grammar gate")
     verify.add_argument("--no-progress", action="store_true", help="no progress bars")
+    verify.add_argument(
+        "--code-points",
+        metavar="RANGES",
+        help="scan only these code points, e.g. U+0900..U+097F,U+323B0 (default: every code point)",
+    )
     guard = commands.add_parser(
         "guard",
         help="derive the Unicode divergence guard for a model (scan every code point) and record it",
@@ -46,7 +52,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     guard.add_argument("model", help="built-in name, local directory, or hub id in the local HF cache")
     guard.add_argument("--backend", default="gigatoken", choices=available_backends())
-    guard.add_argument("--output-dir", help="where to write the record (default: the tokbackend cache)")
+    guard.add_argument(
+        "--output",
+        "--output-dir",
+        dest="output",
+        metavar="DIR",
+        help=f"where to write the record (default: the tokbackend cache); bake DIR into an image and set {BAKED_RECORDS_ENV}=DIR",
+    )
     return parser
 
 
@@ -55,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     arguments = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     if arguments.command == "guard":
-        return derive_guard(arguments.model, arguments.backend, arguments.output_dir)
+        return derive_guard(arguments.model, arguments.backend, arguments.output)
     try:
         report = verify_model(
             arguments.model,
@@ -65,6 +77,7 @@ def main(argv: list[str] | None = None) -> int:
             seed=arguments.seed,
             quick=arguments.quick,
             progress=not arguments.no_progress and sys.stderr.isatty(),
+            code_points=parse_code_points(arguments.code_points) if arguments.code_points else None,
         )
     except KeyboardInterrupt:
         return 130
@@ -76,22 +89,48 @@ def main(argv: list[str] | None = None) -> int:
     return report.exit_code if report.steps else EXIT_UNAVAILABLE
 
 
-def derive_guard(model: str, backend_name: str, output_dir: str | None) -> int:
+def parse_code_points(text: str) -> list[int]:
+    """'U+0900..U+097F,U+323B0' -> the code points (surrogates left out)."""
+    code_points: set[int] = set()
+    for part in filter(None, (piece.strip() for piece in text.split(","))):
+        first, _, last = part.partition("..")
+        start = int(first.upper().removeprefix("U+"), 16)
+        end = int(last.upper().removeprefix("U+"), 16) if last else start
+        code_points.update(code_point for code_point in range(start, end + 1) if not 0xD800 <= code_point <= 0xDFFF)
+    return sorted(code_points)
+
+
+def derive_guard(model: str, backend_name: str, output: str | None) -> int:
     """`tokbackend guard`: derive and write a guard record; print what it holds."""
     from pathlib import Path
 
     import tokbackend
-    from equivalence.codepoints import format_ranges
     from tokbackend.backends import backend_factory
     from tokbackend.cache import cache_dir
-    from tokbackend.guard import _code_points_from_ranges, derive_record, model_fingerprint, write_record
+    from tokbackend.guard import UnicodeGuard, guard_versions, model_fingerprint
+    from tokbackend.guard.derive import derive_record
+    from tokbackend.guard.records import write_record
+    from tokbackend.guard.scan import format_ranges, from_ranges
 
-    hf = tokbackend.load_hf(model)
-    record = derive_record(hf, backend_factory(backend_name)(hf), backend_name, model_fingerprint(hf))
-    path = write_record(record, Path(output_dir) if output_dir else cache_dir() / "guards")
-    code_points = _code_points_from_ranges(record["code_points"])
-    print(f"{model}: {len(code_points)} divergent code points in {record['scan_seconds']} s: {format_ranges(code_points)}")
-    print(f"versions {record['versions']}; written to {path}")
+    tokenizer_json = tokbackend.load_hf(model).backend_tokenizer.to_str()
+    factory = backend_factory(backend_name)
+    libraries = tuple(getattr(factory, "versioned_libraries", ()))
+    record = derive_record(
+        tokenizer_json,
+        getattr(factory, "guard_family", backend_name),
+        lambda text: factory(text, cache_budget_mib=None, warm=False),
+        model_fingerprint(tokenizer_json),
+        guard_versions(libraries),
+        progress=lambda step: print(f"  scanned {step}", file=sys.stderr),
+    )
+    path = write_record(record, Path(output) if output else cache_dir() / "guards")
+    record["path"] = str(path)
+    code_points = from_ranges(record["code_points"])
+    print(f"{model}: derived in {record['scan_seconds']} s: {UnicodeGuard(code_points, record).describe()}")
+    print(f"  {format_ranges(code_points)}")
+    print(f"versions {record['applies_to'][0]}; written to {path}")
+    if output:
+        print(f"serve with {BAKED_RECORDS_ENV}={Path(output).resolve()} so accelerate() finds it without a scan")
     return 0
 
 

@@ -132,6 +132,7 @@ class Acceleration:
             "disabled_reason": self.disabled_reason,
             "probe_seconds": self.probe_seconds,
             "guarded_code_points": len(self.guard.code_points),
+            "guard_record": self.guard.record.get("path"),
             **(self.backend.stats() if hasattr(self.backend, "stats") else {}),
             **self.stats_counter.snapshot(),
         }
@@ -276,7 +277,6 @@ class AcceleratedTokenizerMixin:
         if add_special_tokens and (affixes[0] or affixes[1]):
             prefix, suffix = affixes
             ids = [prefix + sequence + suffix for sequence in ids]
-        acceleration.stats_counter.record_fast(len(texts))
         return ids
 
     def _tokbackend_route(self, texts: list[str], acceleration: Acceleration) -> list[list[int]]:
@@ -284,12 +284,16 @@ class AcceleratedTokenizerMixin:
         backend, guard = acceleration.backend, acceleration.guard
         guarded = [index for index, text in enumerate(texts) if guard.needs_hf(text)]
         if not guarded:
-            return [backend.encode(texts[0])] if len(texts) == 1 else backend.encode_batch(texts)
+            ids = [backend.encode(texts[0])] if len(texts) == 1 else backend.encode_batch(texts)
+            acceleration.stats_counter.record_fast(len(texts))
+            return ids
         for _ in guarded:
             acceleration.stats_counter.record_fallback("unicode_guard", acceleration.model, acceleration.backend_name)
         hf_ids = dict(zip(guarded, self._hf_ids([texts[index] for index in guarded])))
         rest = [index for index in range(len(texts)) if index not in hf_ids]
         fast_ids = dict(zip(rest, backend.encode_batch([texts[index] for index in rest]))) if rest else {}
+        if rest:  # only what the backend answered counts as fast
+            acceleration.stats_counter.record_fast(len(rest))
         return [hf_ids[index] if index in hf_ids else fast_ids[index] for index in range(len(texts))]
 
     # -- the HuggingFace reference, bypassing the overrides ----------------------------------
@@ -378,13 +382,21 @@ def _rebuild_backend(tokenizer: AcceleratedTokenizerMixin, acceleration: Acceler
         if fingerprint == acceleration.fingerprint:
             return  # another thread rebuilt it while we waited
         factory = backend_factory(acceleration.backend_name)
-        backend = factory(tokenizer, cache_budget_mib=acceleration.options.get("cache_budget_mib"))
+        tokenizer_json = tokenizer.backend_tokenizer.to_str()
+        backend = factory(tokenizer_json, cache_budget_mib=acceleration.options.get("cache_budget_mib"))
         acceleration.special_affixes = _special_token_affixes(tokenizer)
         guard_mode = (
             acceleration.options.get("unicode_guard", "derive") if getattr(backend, "needs_unicode_guard", True) else "off"
         )
         try:
-            acceleration.guard = load_guard(tokenizer, backend, acceleration.backend_name, guard_mode, cache_dir())
+            acceleration.guard = load_guard(
+                tokenizer_json,
+                getattr(backend, "guard_family", acceleration.backend_name),
+                tuple(getattr(backend, "versioned_libraries", ())),
+                lambda text: factory(text, cache_budget_mib=None, warm=False),
+                guard_mode,
+                cache_dir(),
+            )
         except GuardUnavailableError as error:
             if acceleration.options.get("strict"):
                 raise FastPathError(f"tokbackend: {acceleration.model}: {error}") from error

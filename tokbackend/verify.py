@@ -5,7 +5,8 @@ properties per input class; chat-template path; grammar gate; a speed line. Each
 a `StepResult`; the report's exit code follows the documented contract:
 
     0  the backend is exact and usable for this model
-    1  a mismatch was found (minimal counterexamples are printed)
+    1  a mismatch was found (minimal counterexamples are printed), or the fast path answered
+       none of a step's inputs (such a step proves nothing)
     2  the backend cannot serve this model (the reason is printed)
     3  the grammar gate failed
 """
@@ -85,8 +86,12 @@ def verify_model(
     quick: bool = False,
     announce: Callable[[str], None] = print,
     progress: bool = True,
+    code_points: list[int] | None = None,
 ) -> VerifyReport:
-    """Run the gate for `model` (built-in name, local directory, or hub id in the local cache)."""
+    """Run the gate for `model` (built-in name, local directory, or hub id in the local cache).
+
+    code_points: scan only these (default: every code point, see `tokbackend.guard.derive`).
+    """
     import tokbackend
     from tokbackend.backends import BackendUnavailableError
     from tokbackend.guard import GuardUnavailableError
@@ -107,8 +112,14 @@ def verify_model(
             step.done("unavailable", f"backend {backend!r} cannot serve {model}: {error}")
             return report
         acceleration = accelerated.tokbackend
-        guarded = len(acceleration.guard.code_points)
-        step.done("ok", f"{type(hf).__name__}, {len(hf)} tokens, backend {backend!r} loaded, guard covers {guarded} code points")
+        guard = acceleration.guard
+        step.done(
+            "ok",
+            f"{type(hf).__name__}, {len(hf)} tokens, backend {backend!r} loaded; Unicode guard: {guard.describe()}",
+            guard=guard.by_class(),
+            guard_code_points=len(guard.code_points),
+            guard_record=guard.record.get("path"),
+        )
 
     with _Step(report, "boot probe", announce) as step:
         result = run_probe(acceleration.backend, accelerated, acceleration.guard)
@@ -120,7 +131,7 @@ def verify_model(
             step.done("mismatch", f"edge string differs at index {mismatch.first_difference}: {detail}")
 
     if not quick:
-        _code_point_scan(report, hf, acceleration.backend, accelerated, announce, progress)
+        _code_point_scan(report, hf, acceleration.backend, accelerated, announce, progress, code_points)
     _properties(report, hf, accelerated, profile, examples, seed, quick, announce, progress)
     _chat_template(report, hf, accelerated, announce)
     if not quick:
@@ -137,25 +148,47 @@ def _is_local(model: str) -> bool:
     return model in BUILTIN_MODELS or Path(model).exists()
 
 
-def _code_point_scan(report, hf, raw_backend, accelerated, announce, progress) -> None:
-    from equivalence.codepoints import CONTEXTS, scan
+def _code_point_scan(report, hf, raw_backend, accelerated, announce, progress, code_points) -> None:
     from tokbackend.backends.hf import HFBackend
+    from tokbackend.guard.contexts import derive_contexts
+    from tokbackend.guard.derive import FULL_PLANES, SCREEN_CONTEXTS, SCREENED_PLANES
+    from tokbackend.guard.scan import plane_code_points, scan
 
     with _Step(report, "code-point scan", announce) as step:
-        hf_batch = HFBackend(hf).encode_batch
+        tokenizer_json = hf.backend_tokenizer.to_str()
+        hf_batch = HFBackend(tokenizer_json).encode_batch
+        before = accelerated.tokbackend.stats()["fast_texts"]
 
         def accelerated_batch(texts):
             return accelerated(texts, add_special_tokens=False)["input_ids"]
 
-        bar = _bar(len(CONTEXTS), "contexts", progress)
-        results = scan(
-            hf_batch, {"raw": raw_backend.encode_batch, "accelerated": accelerated_batch}, progress=lambda _: bar.update()
-        )
+        candidates = {"raw": raw_backend.encode_batch, "accelerated": accelerated_batch}
+        contexts = derive_contexts(tokenizer_json)
+        if code_points is None:
+            # Every plane that holds assigned characters in every context; the others screened
+            # (the same split as the guard's derivation: tokbackend.guard.derive).
+            screened = scan(hf_batch, candidates, SCREEN_CONTEXTS, plane_code_points(SCREENED_PLANES))
+            flagged = {code_point >> 16 for result in screened.values() for code_point in result.all_divergent}
+            code_points = plane_code_points(set(FULL_PLANES) | flagged)
+        bar = _bar(len(contexts), "contexts", progress)
+        results = scan(hf_batch, candidates, contexts, code_points, progress=lambda _: bar.update())
         bar.close()
         raw, ours = results["raw"], results["accelerated"]
-        detail = f"raw backend: {raw.summary()}; accelerated: {ours.summary()}"
-        data = {"raw_divergent": raw.all_divergent, "accelerated_divergent": ours.all_divergent}
-        step.done("mismatch" if ours.all_divergent else "ok", detail, **data)
+        answered = accelerated.tokbackend.stats()["fast_texts"] - before
+        detail = f"accelerated: {ours.summary()}; raw backend: {raw.summary()}; backend answered {answered} texts"
+        data = {"raw_divergent": raw.all_divergent, "accelerated_divergent": ours.all_divergent, "backend_answered": answered}
+        if ours.all_divergent:
+            template, code_point = ours.example()
+            text = template.format(chr(code_point))
+            expected, actual = hf_batch([text])[0], accelerated_batch([text])[0]
+            announce(
+                f"counterexample: {text!r} (U+{code_point:04X} in context {template!r}): HF {expected}, accelerated {actual}"
+            )
+            step.done("mismatch", detail, counterexample=text, **data)
+        elif answered == 0:
+            step.done("mismatch", "the fast path answered none of the scan's texts: this scan proves nothing", **data)
+        else:
+            step.done("ok", detail, **data)
 
 
 def _properties(report, hf, accelerated, profile, examples, seed, quick, announce, progress) -> None:
@@ -174,6 +207,7 @@ def _properties(report, hf, accelerated, profile, examples, seed, quick, announc
     if quick:
         classes.pop("long_prompts")
     with _Step(report, "hypothesis properties", announce) as step:
+        before = accelerated.tokbackend.stats()["fast_texts"]
         mismatches = []
         bar = _bar(len(classes), "input classes", progress)
         for name, strategy in classes.items():
@@ -187,14 +221,24 @@ def _properties(report, hf, accelerated, profile, examples, seed, quick, announc
             bar.update()
         bar.close()
         per_class = base.max_examples
+        answered = accelerated.tokbackend.stats()["fast_texts"] - before
         if mismatches:
             step.done(
                 "mismatch",
                 f"{len(mismatches)} of {len(classes)} input classes disagree",
                 counterexamples=[m.report() for m in mismatches],
             )
+        elif answered == 0:
+            step.done(
+                "mismatch", "the fast path answered none of the examples: a gate the backend took no part in proves nothing"
+            )
         else:
-            step.done("ok", f"{len(classes)} input classes agree (up to {per_class} examples each, profile {profile!r})")
+            step.done(
+                "ok",
+                f"{len(classes)} input classes agree (up to {per_class} examples each, profile {profile!r}); "
+                f"backend answered {answered} texts",
+                backend_answered=answered,
+            )
 
 
 def _chat_template(report, hf, accelerated, announce) -> None:

@@ -9,11 +9,7 @@ a backend may answer.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
-
-if TYPE_CHECKING:
-    from transformers import PreTrainedTokenizerBase
-
+from typing import Protocol, runtime_checkable
 
 # Default growth budget, in MiB, for backends that cache what they encode (see accelerate()).
 DEFAULT_CACHE_BUDGET_MIB = 256
@@ -31,6 +27,10 @@ class EncodeBackend(Protocol):
     # Whether text must be screened for code points on which this backend and HF diverge
     # (see tokbackend.guard); False only for backends that are the reference itself.
     needs_unicode_guard: bool
+    # Libraries whose versions a guard record for this backend depends on (besides tokenizers),
+    # and the name its records are filed under (the library's, whatever name it is registered as).
+    versioned_libraries: tuple[str, ...]
+    guard_family: str
 
     def encode(self, text: str) -> list[int]:
         """Ids of one text, special/added tokens inside it matched as HuggingFace does."""
@@ -42,10 +42,11 @@ class EncodeBackend(Protocol):
 
 
 class BackendFactory(Protocol):
-    """Builds an `EncodeBackend` from a loaded HuggingFace fast tokenizer.
+    """Builds an `EncodeBackend` from the text of a tokenizer.json (HuggingFace's format).
 
-    Keyword options come from `accelerate()` (e.g. `cache_budget_mib`); a factory ignores the
-    ones that do not concern it.
+    Keyword options come from `accelerate()` (`cache_budget_mib`) and from guard derivation
+    (`cache_budget_mib=None, warm=False`); a factory ignores the ones that do not concern it.
+    Raise `BackendUnavailableError` for a tokenizer.json the backend cannot serve.
     """
 
-    def __call__(self, hf_tokenizer: PreTrainedTokenizerBase, **options: object) -> EncodeBackend: ...
+    def __call__(self, tokenizer_json: str, **options: object) -> EncodeBackend: ...

@@ -14,12 +14,8 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from tokbackend.backends.base import DEFAULT_CACHE_BUDGET_MIB, BackendUnavailableError
-
-if TYPE_CHECKING:
-    from transformers import PreTrainedTokenizerBase
 
 # A rayon pool created before os.fork() has no worker threads in the child, and handing it
 # work there waits forever. Children made by fork therefore encode on the calling thread;
@@ -114,12 +110,16 @@ class GigatokenBackend:
 
     name = "gigatoken"
     needs_unicode_guard = True  # ICU4X's Unicode tables are newer than HF tokenizers'
+    versioned_libraries = ("gigatoken",)
+    # Guard records describe the library's Unicode tables, so subclasses registered under other
+    # names share them.
+    guard_family = "gigatoken"
 
-    def __init__(self, hf_tokenizer: PreTrainedTokenizerBase, cache_budget_mib: int | None = DEFAULT_CACHE_BUDGET_MIB) -> None:
-        backend_tokenizer = getattr(hf_tokenizer, "backend_tokenizer", None)
-        if backend_tokenizer is None:
-            raise BackendUnavailableError(f"{type(hf_tokenizer).__name__} is not a fast tokenizer (no backend_tokenizer)")
-        self._tokenizer_json = backend_tokenizer.to_str()
+    def __init__(
+        self, tokenizer_json: str, cache_budget_mib: int | None = DEFAULT_CACHE_BUDGET_MIB, warm: bool = True
+    ) -> None:
+        self._tokenizer_json = tokenizer_json
+        self._warm = warm
         self._budget_bytes = None if cache_budget_mib is None else int(cache_budget_mib) << 20
         self._growth = 0
         self._spare_lock = threading.Lock()
@@ -139,7 +139,7 @@ class GigatokenBackend:
         except Exception as error:
             reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
             raise BackendUnavailableError(f"gigatoken cannot load this tokenizer.json ({reason})") from error
-        if not _forked:
+        if self._warm and not _forked:
             # gigatoken builds its thread pool and per-worker state on first use; doing it here
             # keeps that cost off the first burst of requests a fresh replica receives.
             self._call(rust, _warmup_texts(), parallel=True)

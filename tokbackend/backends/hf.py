@@ -6,30 +6,22 @@ plumbing (stats, probe, integrations) without changing the encoder.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from tokbackend.backends.base import BackendUnavailableError
-
-if TYPE_CHECKING:
-    from transformers import PreTrainedTokenizerBase
-
 
 class HFBackend:
-    """Encodes through a private copy of the tokenizer's `tokenizers.Tokenizer`."""
+    """Encodes through a private `tokenizers.Tokenizer` loaded from the tokenizer.json text."""
 
     name = "hf"
     needs_unicode_guard = False  # it is the reference
+    versioned_libraries = ()
+    guard_family = "hf"
 
-    def __init__(self, hf_tokenizer: PreTrainedTokenizerBase, **_options: object) -> None:
+    def __init__(self, tokenizer_json: str, **_options: object) -> None:
         # Options such as cache_budget_mib concern caching backends; HF keeps no such cache.
         from tokenizers import Tokenizer
 
-        backend_tokenizer = getattr(hf_tokenizer, "backend_tokenizer", None)
-        if backend_tokenizer is None:
-            raise BackendUnavailableError(f"{type(hf_tokenizer).__name__} is not a fast tokenizer (no backend_tokenizer)")
         # A private copy: HF's own calls toggle truncation/padding/encode_special_tokens on the
         # shared object, and those must never leak into plain-text encodes made here.
-        self._tokenizer = Tokenizer.from_str(backend_tokenizer.to_str())
+        self._tokenizer = Tokenizer.from_str(tokenizer_json)
         self._tokenizer.no_truncation()
         self._tokenizer.no_padding()
         self._tokenizer.encode_special_tokens = False

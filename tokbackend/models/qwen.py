@@ -137,12 +137,16 @@ def build_tokenizer_config(spec: QwenModelSpec, tokenizer_json: dict) -> dict:
 
 
 def builtin_model_dir(name: str, cache_dir: Path) -> Path:
-    """Return the directory holding built-in model `name`, building it on first use.
+    """Return the directory holding built-in model `name`, building it on first use."""
+    return model_dir(BUILTIN_MODELS[name], cache_dir)
+
+
+def model_dir(spec: QwenModelSpec, cache_dir: Path) -> Path:
+    """Return the directory holding the tokenizer `spec` describes, building it on first use.
 
     The build writes to a temporary sibling and renames it into place, so concurrent
     processes building the same model never see a half-written directory.
     """
-    spec = BUILTIN_MODELS[name]
     target = cache_dir / f"{spec.name}-v{_BUILD_VERSION}"
     if (target / "tokenizer_config.json").is_file():
         return target

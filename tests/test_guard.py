@@ -1,0 +1,257 @@
+"""The Unicode divergence guard: derived contexts, both oracles, records, the derivation lock,
+and that each of these gates fails on a planted defect of the class it claims to cover."""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import tokbackend
+from equivalence.corpus import prompt_text
+from equivalence.vocabularies import vocabulary_dir
+from tokbackend import guard as guard_module
+from tokbackend.backends import backend_factory
+from tokbackend.backends.hf import HFBackend
+from tokbackend.guard import UnicodeGuard, model_fingerprint
+from tokbackend.guard.contexts import ScanContext, derive_contexts
+from tokbackend.guard.derive import core_contexts, run_oracles
+from tokbackend.guard.records import BAKED_RECORDS_ENV, find_record, write_record
+from tokbackend.guard.scan import from_ranges, scan
+from tokbackend.split import FastPathError
+
+HELPERS = Path(__file__).parent / "helpers"
+LETTER_X = 0x323B0  # CJK Extension J (Unicode 17): a letter to gigatoken, unassigned to HF tokenizers
+EXTENSION_J = list(range(0x323B0, 0x32400))
+STABLE = list(range(0x4E00, 0x4E40)) + list(range(0x0400, 0x0440))  # old CJK and Cyrillic letters
+FAKE_VERSIONS = {"tokenizers": "9.9.9", "gigatoken": "9.9.9"}
+
+# The contexts of the first guard, written by hand; kept here to show what they missed.
+LEGACY_CONTEXTS = [
+    ScanContext(template, "legacy")
+    for template in (
+        "{0}",
+        "a{0}",
+        "{0}a",
+        " {0}",
+        "{0}{0}",
+        "1{0}",
+        "\u0915{0}",
+        "\u4e2d{0}\u6587",
+        " {0}{0}{0}x",
+        "a\u0300\u0300{0}",
+        "a{0}\u0316",
+    )
+]
+
+
+def _json(tokenizer) -> str:
+    return tokenizer.backend_tokenizer.to_str()
+
+
+def _gigatoken(text: str):
+    return backend_factory("gigatoken")(text, cache_budget_mib=None, warm=False)
+
+
+# -- contexts ---------------------------------------------------------------------------------
+
+
+def test_contexts_follow_each_pattern():
+    qwen36 = derive_contexts(_json(tokbackend.load_hf("qwen3.6")))
+    o200k = derive_contexts((vocabulary_dir("o200k-split") / "tokenizer.json").read_text())
+    llama3 = derive_contexts((vocabulary_dir("llama3-split") / "tokenizer.json").read_text())
+    templates = {
+        name: {context.template for context in contexts}
+        for name, contexts in (("qwen", qwen36), ("o200k", o200k), ("llama3", llama3))
+    }
+    for name in templates:  # each contraction alternative, before and in place of a letter
+        assert {"{0}'s", "{0}'ll", "{0}'re", "'{0}", "'r{0}"} <= templates[name], name
+    # o200k distinguishes letter case classes and names '/' literally; Qwen and Llama 3 do not
+    assert any("\u01c5" in template for template in templates["o200k"])  # Lt
+    assert any("\u02b0" in template for template in templates["o200k"])  # Lm
+    assert any("/" in template for template in templates["o200k"])
+    assert not any("\u01c5" in template for template in templates["qwen"])
+    # digit runs one longer than the pattern's grouping
+    assert "1111{0}1111" in templates["llama3"]
+    # a composing normalizer gets reordering contexts with combining classes 1 and 240
+    assert {"e{0}\u0334", "a\u0345{0}"} <= templates["qwen"]
+    without_nfc = json.loads(_json(tokbackend.load_hf("qwen3")))
+    without_nfc["normalizer"] = None
+    assert not [context for context in derive_contexts(without_nfc) if context.family == "normalizer"]
+
+
+def test_legacy_contexts_miss_the_contraction_class_the_derived_contexts_find():
+    text = _json(tokbackend.load_hf("qwen3.6"))
+    reference, backend = HFBackend(text).encode_batch, _gigatoken(text).encode_batch
+    legacy = scan(reference, {"raw": backend}, LEGACY_CONTEXTS, EXTENSION_J)["raw"]
+    derived = scan(reference, {"raw": backend}, core_contexts(derive_contexts(text)), EXTENSION_J)["raw"]
+    assert legacy.all_divergent == []
+    assert derived.all_divergent == EXTENSION_J
+    assert "contractions" in derived.by_family()
+
+
+@pytest.mark.parametrize("model", ["qwen3.6", "llama3-split", "o200k-split"])
+def test_each_oracle_alone_finds_the_letter_class(model):
+    directory = vocabulary_dir(model) if model.endswith("-split") else None
+    text = (directory / "tokenizer.json").read_text() if directory else _json(tokbackend.load_hf(model))
+    reports = run_oracles(text, _gigatoken, code_points=EXTENSION_J[:16] + STABLE)
+    assert set(reports) == {"ids", "boundaries"}
+    for oracle, report in reports.items():
+        assert report.all_divergent == EXTENSION_J[:16], oracle
+
+
+def test_boundary_oracle_sees_what_the_real_vocabulary_hides(hf_tokenizer):
+    """Next to an ASCII letter the real merges hide the letter class; the boundary vocabulary does not."""
+    text = _json(hf_tokenizer)
+    context = [ScanContext("a{0}", "letters")]
+    reports = run_oracles(text, _gigatoken, contexts=context, code_points=EXTENSION_J[:16] + STABLE)
+    assert reports["ids"].all_divergent == []
+    assert reports["boundaries"].all_divergent == EXTENSION_J[:16]
+
+
+# -- records -----------------------------------------------------------------------------------
+
+SUPPORTED_VERSIONS = [{"tokenizers": version, "gigatoken": "0.10.0"} for version in ("0.22.2", "0.23.2", "0.23.3")]
+
+
+@pytest.mark.parametrize("versions", SUPPORTED_VERSIONS, ids=lambda versions: versions["tokenizers"])
+def test_records_ship_for_the_versions_users_run(hf_tokenizer, versions, tmp_path):
+    record, _ = find_record("gigatoken", model_fingerprint(_json(hf_tokenizer)), tmp_path, versions)
+    assert record is not None, f"no shipped record for {versions}"
+    code_points = from_ranges(record["code_points"])
+    assert LETTER_X in code_points and 0x1AE6 in code_points
+    assert set(record["found_by"]) == {"ids", "boundaries"}
+
+
+def test_accelerate_runs_no_scan_with_a_shipped_record(hf_tokenizer, monkeypatch):
+    from tokbackend.guard import derive
+
+    monkeypatch.setattr(derive, "derive_record", lambda *args, **kwargs: pytest.fail("derived although a record ships"))
+    fast = tokbackend.accelerate(hf_tokenizer)
+    assert fast.tokbackend.stats()["guard_record"].startswith(str(guard_module.records.SHIPPED_RECORDS))
+
+
+def test_a_baked_record_is_used_without_a_scan(fresh_pair, monkeypatch, tmp_path):
+    hf, reference = fresh_pair
+    from tokbackend.guard import derive
+
+    shipped = reference.tokbackend.guard.record
+    baked = {**shipped, "applies_to": [FAKE_VERSIONS]}
+    write_record(baked, tmp_path / "baked")
+    monkeypatch.setattr(guard_module, "guard_versions", lambda libraries: FAKE_VERSIONS)
+    monkeypatch.setattr(derive, "derive_record", lambda *args, **kwargs: pytest.fail("derived although a record was baked"))
+    monkeypatch.setenv(BAKED_RECORDS_ENV, str(tmp_path / "baked"))
+    monkeypatch.setenv("TOKBACKEND_CACHE_DIR", str(tmp_path / "cache"))
+    fast = tokbackend.accelerate(hf)
+    assert fast.tokbackend.guard.code_points == reference.tokbackend.guard.code_points
+    assert fast.tokbackend.stats()["guard_record"].startswith(str(tmp_path / "baked"))
+
+
+def test_write_record_merges_versions_with_the_same_result(tmp_path, fresh_pair):
+    _, fast = fresh_pair
+    record = {**fast.tokbackend.guard.record, "applies_to": [FAKE_VERSIONS]}
+    other = {**record, "applies_to": [{"tokenizers": "0.0.1", "gigatoken": "0.0.1"}]}
+    first, second = write_record(record, tmp_path), write_record(other, tmp_path)
+    assert first == second
+    assert json.loads(first.read_text())["applies_to"] == [FAKE_VERSIONS, {"tokenizers": "0.0.1", "gigatoken": "0.0.1"}]
+
+
+@pytest.fixture
+def small_derivation(monkeypatch, tmp_path):
+    """Derivations in these tests scan a few blocks that hold known divergences, with fake versions."""
+    monkeypatch.setattr(guard_module, "DERIVATION_CODE_POINTS", EXTENSION_J[:64] + list(range(0x1AC0, 0x1B00)) + STABLE)
+    monkeypatch.setattr(guard_module, "guard_versions", lambda libraries: FAKE_VERSIONS)
+    monkeypatch.setenv("TOKBACKEND_CACHE_DIR", str(tmp_path))
+    return tmp_path
+
+
+def test_guard_is_rederived_when_library_versions_change(fresh_pair, small_derivation, caplog):
+    hf, reference = fresh_pair
+    with caplog.at_level(logging.WARNING, logger="tokbackend"):
+        fast = tokbackend.accelerate(hf, cache_budget_mib=16)
+    assert any("deriving the Unicode divergence guard" in record.getMessage() for record in caplog.records)
+    records = list((small_derivation / "guards").glob("gigatoken-*.json"))
+    assert len(records) == 1
+    assert json.loads(records[0].read_text())["applies_to"] == [FAKE_VERSIONS]
+    derived = fast.tokbackend.guard.code_points
+    scanned = set(guard_module.DERIVATION_CODE_POINTS)
+    assert derived == reference.tokbackend.guard.code_points & scanned  # agrees with the shipped record there
+    assert {LETTER_X, 0x1AE6} <= derived
+    # the derivation used its own backends: its encodes never counted toward the serving budget
+    assert fast.tokbackend.stats()["cache_renewals"] == 0
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="tokbackend"):
+        tokbackend.accelerate(hf)
+    assert not any("deriving" in record.getMessage() for record in caplog.records)
+
+
+def test_guard_refuses_loudly_when_asked_to(fresh_pair, small_derivation, caplog):
+    hf, _ = fresh_pair
+    with caplog.at_level(logging.ERROR, logger="tokbackend"):
+        fast = tokbackend.accelerate(hf, unicode_guard="refuse")
+    assert not fast.tokbackend.fast_path_enabled
+    assert any("tokbackend guard" in record.getMessage() for record in caplog.records)
+    assert fast.encode("still exact") == hf.encode("still exact")
+    with pytest.raises(FastPathError, match="no guard record|recorded for"):
+        tokbackend.accelerate(hf, unicode_guard="refuse", strict=True)
+
+
+def test_concurrent_processes_derive_once_and_share_the_record(tmp_path):
+    """Three processes start at once with no record: one derives, two wait and reuse it."""
+    children = [
+        subprocess.Popen(
+            [sys.executable, str(HELPERS / "derive_concurrently.py"), str(tmp_path)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(3)
+    ]
+    results = []
+    for child in children:
+        stdout, stderr = child.communicate(timeout=600)
+        assert child.returncode == 0, stderr[-2000:]
+        results.append(json.loads(stdout.strip().splitlines()[-1]))
+    assert sorted(result["derived"] for result in results) == [False, False, True]
+    assert len({result["guard"] for result in results}) == 1
+    assert len(list((tmp_path / "guards").glob("gigatoken-*.json"))) == 1
+
+
+# -- the guard on the encode path --------------------------------------------------------------
+
+
+def _deep_text(code_point: int, where: float = 0.95) -> str:
+    text = prompt_text(7, 100_000, "mixed")
+    cut = int(len(text) * where)
+    return text[:cut] + f" {chr(code_point)}'s " + text[cut:]
+
+
+class FirstThousandCharacters(UnicodeGuard):
+    """A planted defect: a guard that reads only the start of a text."""
+
+    def needs_hf(self, text: str) -> bool:
+        return super().needs_hf(text[:1000])
+
+
+@pytest.mark.parametrize("call", ["single", "batch"])
+def test_divergent_code_points_deep_in_long_prompts_are_exact(hf_tokenizer, fast_tokenizer, call):
+    deep = _deep_text(LETTER_X)
+    texts = [prompt_text(3, 20_000, "code"), deep]
+
+    def encode(tokenizer):
+        return tokenizer.encode(deep) if call == "single" else tokenizer(texts)["input_ids"]
+
+    expected = hf_tokenizer.encode(deep) if call == "single" else [hf_tokenizer.encode(text) for text in texts]
+    before = fast_tokenizer.tokbackend.stats()
+    assert encode(fast_tokenizer) == expected
+    after = fast_tokenizer.tokbackend.stats()
+    assert after["fallbacks"]["unicode_guard"] == before["fallbacks"].get("unicode_guard", 0) + 1
+    assert after["fast_texts"] == before["fast_texts"] + (0 if call == "single" else 1)  # only what the backend answered
+    # the same inputs catch a guard that reads only the first 1,000 characters
+    planted = tokbackend.accelerate(hf_tokenizer)
+    planted.tokbackend.guard = FirstThousandCharacters(planted.tokbackend.guard.code_points)
+    assert encode(planted) != expected

@@ -1,0 +1,144 @@
+"""Unicode divergence guard: text containing code points on which the backend and HuggingFace
+disagree goes to HuggingFace.
+
+HF tokenizers and a fast backend carry different Unicode tables: recently assigned letters,
+marks and composition pairs get other classes in the split regex or other normalization. Which
+code points diverge is never typed in by hand: two independent oracles (`derive`) scan every
+code point in contexts derived from the model's own pre-tokenizer and normalizer
+(`contexts`), and the union is recorded with the library versions it was derived on
+(`records`). A record whose versions differ from the installed ones is re-derived, by one
+process per machine at a time (or, with `unicode_guard="refuse"`, the fast path is turned off).
+
+Modules: `contexts` (what to scan), `scan` (the scan engine), `boundaries` (the second
+oracle's vocabulary), `derive` (both oracles -> a record), `records` (lookup, versions, lock).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from tokbackend.guard.records import derivation_lock, find_record, installed_versions, model_fingerprint, write_record
+from tokbackend.guard.scan import from_ranges
+
+logger = logging.getLogger("tokbackend")
+
+
+# Code points a derivation at accelerate() time scans; None: every one (the plan in
+# `tokbackend.guard.derive`). Tests narrow it to keep a derivation to seconds.
+DERIVATION_CODE_POINTS: list[int] | None = None
+
+
+class GuardUnavailableError(RuntimeError):
+    """No guard record matches the installed versions and deriving one is not allowed."""
+
+
+class UnicodeGuard:
+    """Answers, cheaply, whether a text contains any of the divergent code points.
+
+    ASCII text costs a flag test; other text one UTF-32 view, a max and a table lookup
+    (~150-200 us per 100k characters), and nothing more when no character reaches the
+    smallest divergent code point.
+    """
+
+    def __init__(self, code_points: frozenset[int], record: dict | None = None) -> None:
+        self.code_points = code_points
+        self.record = record or {}
+        self._smallest = min(code_points) if code_points else 0x110000
+        self._table = _lookup_table(code_points)
+
+    def needs_hf(self, text: str) -> bool:
+        if not self.code_points or text.isascii():
+            return False
+        units = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+        if int(units.max()) < self._smallest:
+            return False
+        return bool(np.take(self._table, units, mode="clip").any())
+
+    def by_class(self) -> dict[str, dict[str, int]]:
+        """{oracle: {family: code points}} from the record: which oracle found what."""
+        return {
+            oracle: {family: len(from_ranges(found)) for family, found in families.items()}
+            for oracle, families in self.record.get("found_by", {}).items()
+        }
+
+    def describe(self) -> str:
+        """'4859 code points (ids: contractions 4702, ...; boundaries: ...), record gigatoken-....json'."""
+        parts = []
+        for oracle, families in self.by_class().items():
+            found = from_ranges(pair for family in self.record["found_by"][oracle].values() for pair in family)
+            detail = ", ".join(f"{family} {count}" for family, count in families.items()) or "nothing"
+            parts.append(f"oracle {oracle} {len(found)} ({detail})")
+        source = Path(self.record["path"]).name if self.record.get("path") else "no record"
+        return f"{len(self.code_points)} code points; " + "; ".join(parts) + f"; {source}"
+
+
+@functools.lru_cache(maxsize=8)
+def _lookup_table(code_points: frozenset[int]) -> np.ndarray:
+    table = np.zeros(0x110000, dtype=np.bool_)
+    if code_points:
+        table[np.fromiter(code_points, dtype=np.int64)] = True
+    return table
+
+
+def guard_versions(backend_libraries: tuple[str, ...]) -> dict[str, str]:
+    """The versions a record depends on: HF tokenizers' and the backend's own libraries."""
+    return installed_versions(("tokenizers", *backend_libraries))
+
+
+def load_guard(
+    tokenizer_json: str,
+    backend_name: str,
+    backend_libraries: tuple[str, ...],
+    build_backend: Callable[[str], object],
+    mode: str,
+    cache_dir: Path,
+) -> UnicodeGuard:
+    """The guard for this model and backend under `mode` ("derive", "refuse" or "off").
+
+    `build_backend(tokenizer_json)` makes a throw-away backend instance for a derivation.
+    """
+    if mode == "off":
+        return UnicodeGuard(frozenset())
+    fingerprint = model_fingerprint(tokenizer_json)
+    versions = guard_versions(backend_libraries)
+    record, stale = find_record(backend_name, fingerprint, cache_dir, versions)
+    if record is not None:
+        return _guard_from(record)
+    why = "no guard record for this model" if stale is None else f"recorded for {stale.get('applies_to')}, installed {versions}"
+    if mode == "refuse":
+        raise GuardUnavailableError(
+            f"Unicode divergence guard for backend {backend_name!r}: {why}; run `tokbackend guard <model>` to derive it, "
+            'or pass unicode_guard="derive"'
+        )
+    with derivation_lock(cache_dir, backend_name, fingerprint):
+        # Another process may have derived it while this one waited for the lock.
+        record, _ = find_record(backend_name, fingerprint, cache_dir, versions)
+        if record is not None:
+            logger.info("tokbackend: using the guard record another process derived: %s", record["path"])
+            return _guard_from(record)
+        from tokbackend.guard.derive import derive_record
+
+        logger.warning("tokbackend: deriving the Unicode divergence guard (%s); a one-time scan of every code point", why)
+        record = derive_record(
+            tokenizer_json, backend_name, build_backend, fingerprint, versions, code_points=DERIVATION_CODE_POINTS
+        )
+        record["path"] = str(write_record(record, cache_dir / "guards"))
+    logger.warning(
+        "tokbackend: guard derived in %.1f s: %d code points, saved to %s",
+        record["scan_seconds"],
+        len(from_ranges(record["code_points"])),
+        record["path"],
+    )
+    return _guard_from(record)
+
+
+def _guard_from(record: dict) -> UnicodeGuard:
+    return UnicodeGuard(from_ranges(record["code_points"]), record)
+
+
+__all__ = ["GuardUnavailableError", "UnicodeGuard", "guard_versions", "load_guard", "model_fingerprint"]
