@@ -284,7 +284,7 @@ def test_verify_exits_1_on_a_guard_missing_any_one_class(guard_class, monkeypatc
     monkeypatch.setenv(BAKED_RECORDS_ENV, str(tmp_path))
     sample = members[:: max(1, len(members) // 6)][:6]
     code_points = ",".join(f"U+{code_point:04X}" for code_point in sample + [0x4E00, 0x0416])
-    exit_code = cli.main(["verify", "qwen3.6", "--code-points", code_points, "--examples", "3", "--no-progress"])
+    exit_code = cli.main(["verify", "qwen3.6", "--only", "scan", "--code-points", code_points, "--no-progress"])
     output = capsys.readouterr().out
     assert exit_code == EXIT_MISMATCH, output[-3000:]
     assert "counterexample:" in output
@@ -300,7 +300,7 @@ def test_verify_exits_3_when_a_grammar_engine_sees_another_vocabulary(monkeypatc
         return vocab
 
     monkeypatch.setattr(AcceleratedTokenizerMixin, "get_vocab", swapped_vocab, raising=False)
-    exit_code = cli.main(["verify", "qwen3", "--code-points", "U+0041..U+0043", "--examples", "3", "--no-progress"])
+    exit_code = cli.main(["verify", "qwen3", "--only", "grammar", "--no-progress"])
     output = capsys.readouterr().out
     assert exit_code == EXIT_GRAMMAR, output[-3000:]
     assert "grammar gate FAILED" in output

@@ -152,7 +152,7 @@ def test_fallbacks_match_hf_and_are_counted(hf_tokenizer, fast_tokenizer, reason
         "padding" if reason == "return_tensors" else ("truncation" if reason == "return_overflowing_tokens" else reason)
     )
     _, fallbacks = fast_counts(fast_tokenizer)
-    with caplog.at_level(logging.WARNING, logger="tokbackend"):
+    with caplog.at_level(logging.INFO, logger="tokbackend"):
         ours = call(fast_tokenizer)
         call(fast_tokenizer)
     assert _comparable(ours) == _comparable(call(hf_tokenizer))
@@ -164,7 +164,7 @@ def test_fallbacks_match_hf_and_are_counted(hf_tokenizer, fast_tokenizer, reason
 
 def test_each_reason_is_logged_once(fresh_pair, caplog):
     _, fast = fresh_pair
-    with caplog.at_level(logging.WARNING, logger="tokbackend"):
+    with caplog.at_level(logging.INFO, logger="tokbackend"):
         for _ in range(3):
             fast("a", "b")
     messages = [record.getMessage() for record in caplog.records if "text_pair" in record.getMessage()]

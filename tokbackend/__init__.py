@@ -7,7 +7,7 @@
 """
 
 from tokbackend.backends import BackendUnavailableError, EncodeBackend, available_backends, register_backend
-from tokbackend.loading import DEFAULT_MODEL, load, load_hf
+from tokbackend.loading import DEFAULT_MODEL, ModelNotFoundError, load, load_hf
 from tokbackend.split import AcceleratedTokenizerMixin, Acceleration, FastPathError, accelerate
 
 __version__ = "0.1.0"
@@ -19,6 +19,7 @@ __all__ = [
     "BackendUnavailableError",
     "EncodeBackend",
     "FastPathError",
+    "ModelNotFoundError",
     "__version__",
     "accelerate",
     "available_backends",

@@ -3,18 +3,25 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import logging
 import sys
 
+from tokbackend import __version__
 from tokbackend.guard.records import BAKED_RECORDS_ENV
-from tokbackend.verify import EXIT_UNAVAILABLE, summary_table, verify_model
+from tokbackend.verify import EXIT_MISSING_TOOLS, EXIT_UNAVAILABLE, STEPS, summary_table, verify_model
+
+# What `tokbackend verify` cannot run without (the grammar gate's xgrammar is checked in its step).
+VERIFY_MODULES = ("hypothesis", "faker", "regex", "tqdm")
 
 VERIFY_EPILOG = """exit codes:
   0  the backend is exact and usable for this model
   1  a mismatch was found (minimal counterexamples are printed), or the fast path answered nothing
   2  the backend cannot serve this model (the reason is printed)
   3  the grammar gate failed
+  4  the model was not found locally (the message says how to put it into the cache)
+  5  a tool verify needs is not installed (the message names the extra: pip install 'tokbackend[verify]')
 """
 
 
@@ -22,6 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     from tokbackend.backends import available_backends
 
     parser = argparse.ArgumentParser(prog="tokbackend", description="Fast, exact tokenizer backends for serving stacks.")
+    parser.add_argument("--version", action="version", version=f"tokbackend {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     verify = commands.add_parser(
         "verify",
@@ -40,6 +48,11 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--json", metavar="PATH", help="also write a machine-readable report to PATH")
     verify.add_argument("--quick", action="store_true", help="seconds, for boot-time use: no code-point scan, no grammar gate")
     verify.add_argument("--no-progress", action="store_true", help="no progress bars")
+    verify.add_argument(
+        "--only",
+        metavar="STEPS",
+        help=f"run only these steps after load and boot probe, comma-separated ({','.join(STEPS)}); the rest show as skipped",
+    )
     verify.add_argument(
         "--code-points",
         metavar="RANGES",
@@ -68,17 +81,26 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     if arguments.command == "guard":
         return derive_guard(arguments.model, arguments.backend, arguments.output)
-    try:
-        report = verify_model(
-            arguments.model,
-            backend=arguments.backend,
-            profile=arguments.profile,
-            examples=arguments.examples,
-            seed=arguments.seed,
-            quick=arguments.quick,
-            progress=not arguments.no_progress and sys.stderr.isatty(),
-            code_points=parse_code_points(arguments.code_points) if arguments.code_points else None,
+    missing = [module for module in VERIFY_MODULES if importlib.util.find_spec(module) is None]
+    if missing:
+        print(
+            f"tokbackend verify needs the [verify] extra (missing: {', '.join(missing)}): pip install 'tokbackend[verify]'",
+            file=sys.stderr,
         )
+        return EXIT_MISSING_TOOLS
+    try:
+        with _logs_beside_progress_bars():
+            report = verify_model(
+                arguments.model,
+                backend=arguments.backend,
+                profile=arguments.profile,
+                examples=arguments.examples,
+                seed=arguments.seed,
+                quick=arguments.quick,
+                progress=not arguments.no_progress and sys.stderr.isatty(),
+                code_points=parse_code_points(arguments.code_points) if arguments.code_points else None,
+                only=parse_steps(arguments.only) if arguments.only else None,
+            )
     except KeyboardInterrupt:
         return 130
     print()
@@ -87,6 +109,22 @@ def main(argv: list[str] | None = None) -> int:
         with open(arguments.json, "w", encoding="utf-8") as handle:
             json.dump(report.as_json(), handle, indent=2, ensure_ascii=False)
     return report.exit_code if report.steps else EXIT_UNAVAILABLE
+
+
+def _logs_beside_progress_bars():
+    """Log lines printed above tqdm's bars instead of through them."""
+    from tqdm.contrib.logging import logging_redirect_tqdm
+
+    return logging_redirect_tqdm()  # the root logger's console handler, which basicConfig set up
+
+
+def parse_steps(text: str) -> set[str]:
+    """'scan,grammar' -> {"scan", "grammar"}; an unknown name is an error that lists the known ones."""
+    steps = {step.strip() for step in text.split(",") if step.strip()}
+    unknown = sorted(steps - set(STEPS))
+    if unknown:
+        raise SystemExit(f"tokbackend verify: unknown step(s) {', '.join(unknown)} in --only; known: {', '.join(STEPS)}")
+    return steps
 
 
 def parse_code_points(text: str) -> list[int]:

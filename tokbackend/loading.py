@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tokbackend.cache import cache_dir
@@ -21,11 +22,41 @@ def resolve_model(name_or_path: str) -> str:
     return name_or_path
 
 
+class ModelNotFoundError(OSError):
+    """The model is not built in, not a local directory, and not in the local HuggingFace cache."""
+
+
 def load_hf(name_or_path: str, **from_pretrained_kwargs: Any) -> PreTrainedTokenizerBase:
-    """The plain HuggingFace tokenizer for a built-in name, a directory or a cached hub id."""
+    """The plain HuggingFace tokenizer for a built-in name, a directory or a cached hub id.
+
+    Nothing is downloaded unless `local_files_only=False` is passed: a serving process must not
+    wait on a network it may not reach. A model that is not found locally raises
+    `ModelNotFoundError` saying how to put it into the cache.
+    """
     from transformers import AutoTokenizer
 
-    return AutoTokenizer.from_pretrained(resolve_model(name_or_path), **from_pretrained_kwargs)
+    resolved = resolve_model(name_or_path)
+    from_pretrained_kwargs.setdefault("local_files_only", True)
+    if from_pretrained_kwargs["local_files_only"] and not Path(resolved).is_dir() and not _in_hf_cache(resolved):
+        raise ModelNotFoundError(
+            f"tokbackend: {name_or_path!r} is not a built-in model ({', '.join(BUILTIN_MODELS)}), not a local directory, "
+            "and not in the local HuggingFace cache. Put its tokenizer into the cache on a machine with network access "
+            f"(`hf download {name_or_path} --include 'tokenizer*'`), pass a local directory, or pass local_files_only=False "
+            "to let transformers download it."
+        )
+    return AutoTokenizer.from_pretrained(resolved, **from_pretrained_kwargs)
+
+
+def _in_hf_cache(repo_id: str) -> bool:
+    """Whether the local HuggingFace cache holds a tokenizer file for `repo_id` (no network)."""
+    from huggingface_hub import try_to_load_from_cache
+
+    try:
+        return any(
+            isinstance(try_to_load_from_cache(repo_id, filename), str) for filename in ("tokenizer.json", "tokenizer_config.json")
+        )
+    except ValueError:  # not a valid repo id
+        return False
 
 
 def load(name_or_path: str = DEFAULT_MODEL, backend: str = "gigatoken", **from_pretrained_kwargs: Any) -> PreTrainedTokenizerBase:

@@ -21,6 +21,7 @@ from tokbackend.backends import BackendUnavailableError, EncodeBackend, backend_
 from tokbackend.backends.base import DEFAULT_CACHE_BUDGET_MIB
 from tokbackend.cache import cache_dir
 from tokbackend.guard import GuardUnavailableError, UnicodeGuard, load_guard
+from tokbackend.models.qwen import builtin_name_of
 from tokbackend.probe import ProbeMismatch, run_probe
 
 if TYPE_CHECKING:
@@ -59,6 +60,19 @@ _KNOWN_KWARGS = frozenset(
 )
 
 
+# Fallback reasons that point at a problem rather than a documented hand-over (logged at WARNING).
+PROBLEM_REASONS = frozenset({"backend_error"})
+
+
+def _is_valid_text(text: str) -> bool:
+    """UTF-8 encodable: no lone surrogates (which no tokenizer can encode)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 class FastPathError(RuntimeError):
     """`strict=True` and the backend disagreed with HuggingFace during the boot probe."""
 
@@ -77,17 +91,22 @@ class AccelerationStats:
             self._fast_calls += 1
             self._fast_texts += texts
 
-    def record_fallback(self, reason: str, model: str, backend: str) -> None:
+    def record_fallback(self, reason: str, model: str, backend: str, cause: BaseException | None = None) -> None:
+        """Count a hand-over to HuggingFace; log the first of each reason: INFO for the routine
+        ones (documented kwargs, the Unicode guard, bad input that HF rejects the same way),
+        WARNING for a backend that failed on valid input."""
         with self._lock:
             first = reason not in self._fallbacks
             self._fallbacks[reason] += 1
         if first:
-            logger.warning(
-                "tokbackend: %s encode for %s handed to HuggingFace (reason: %s); further calls with this reason "
+            logger.log(
+                logging.WARNING if reason in PROBLEM_REASONS else logging.INFO,
+                "%s encode for %s handed to HuggingFace (reason: %s%s); further calls with this reason "
                 "are counted in tokenizer.tokbackend.stats() without logging",
                 backend,
                 model,
                 reason,
+                "" if cause is None else f": {type(cause).__name__}: {cause}",
             )
 
     def snapshot(self) -> dict[str, Any]:
@@ -109,7 +128,8 @@ class Acceleration:
     def __init__(self, tokenizer: PreTrainedTokenizerBase, backend_name: str, options: dict[str, Any]) -> None:
         self.backend_name = backend_name
         self.options = dict(options)
-        self.model = str(getattr(tokenizer, "name_or_path", "") or type(tokenizer).__name__)
+        name_or_path = str(getattr(tokenizer, "name_or_path", "") or type(tokenizer).__name__)
+        self.model = builtin_name_of(name_or_path) or name_or_path
         self.stats_counter = AccelerationStats()
         self.disabled_reason: str | None = None
         self.probe_seconds = 0.0
@@ -270,9 +290,10 @@ class AcceleratedTokenizerMixin:
             return None
         try:
             ids = self._tokbackend_route(texts, acceleration)
-        except Exception:
+        except Exception as error:
             # Bad input (a lone surrogate, say) must fail exactly as HuggingFace fails on it.
-            acceleration.stats_counter.record_fallback("backend_error", acceleration.model, acceleration.backend_name)
+            reason = "bad_input" if not all(_is_valid_text(text) for text in texts) else "backend_error"
+            acceleration.stats_counter.record_fallback(reason, acceleration.model, acceleration.backend_name, error)
             return None
         if add_special_tokens and (affixes[0] or affixes[1]):
             prefix, suffix = affixes
@@ -401,7 +422,7 @@ def _rebuild_backend(tokenizer: AcceleratedTokenizerMixin, acceleration: Acceler
             if acceleration.options.get("strict"):
                 raise FastPathError(f"tokbackend: {acceleration.model}: {error}") from error
             logger.error(
-                "tokbackend: %s: %s; the fast path is off and every encode goes to HuggingFace", acceleration.model, error
+                "%s: %s; the fast path is off and every encode goes to HuggingFace", acceleration.model, error
             )
             acceleration.disabled_reason = str(error)
         else:
@@ -426,7 +447,7 @@ def _probe_and_publish(tokenizer: AcceleratedTokenizerMixin, acceleration: Accel
     )
     if acceleration.options.get("strict"):
         raise FastPathError(message + " (strict=True)")
-    logger.error(message)
+    logger.error(message.removeprefix("tokbackend: "))
     acceleration.disabled_reason = f"probe mismatch on {mismatch.text!r}"
 
 
@@ -455,7 +476,7 @@ def _attach(
             raise BackendUnavailableError(
                 message + " (pass allow_hf_fallback=True to serve it with HuggingFace instead)"
             ) from error
-        logger.error("%s; serving with HuggingFace because allow_hf_fallback=True", message)
+        logger.error("%s; serving with HuggingFace because allow_hf_fallback=True", message.removeprefix("tokbackend: "))
         acceleration.disabled_reason = f"backend unavailable: {error}"
         acceleration.fingerprint = _fingerprint(accelerated)
     return accelerated

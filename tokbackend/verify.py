@@ -9,17 +9,24 @@ a `StepResult`; the report's exit code follows the documented contract:
        none of a step's inputs (such a step proves nothing)
     2  the backend cannot serve this model (the reason is printed)
     3  the grammar gate failed
+    4  the model was not found locally (the message says how to put it into the cache)
+    5  a tool verify needs is not installed (`pip install 'tokbackend[verify]'`)
 """
 
 from __future__ import annotations
 
 import dataclasses
+import datetime
+import os
+import platform
 import statistics
 import time
 from collections.abc import Callable
 from typing import Any
 
-EXIT_OK, EXIT_MISMATCH, EXIT_UNAVAILABLE, EXIT_GRAMMAR = 0, 1, 2, 3
+EXIT_OK, EXIT_MISMATCH, EXIT_UNAVAILABLE, EXIT_GRAMMAR, EXIT_NOT_FOUND, EXIT_MISSING_TOOLS = 0, 1, 2, 3, 4, 5
+# The steps after load and boot probe, by the names `only` (and `--only`) take.
+STEPS = ("scan", "properties", "chat", "grammar", "speed")
 
 
 @dataclasses.dataclass
@@ -40,6 +47,8 @@ class VerifyReport:
     @property
     def exit_code(self) -> int:
         statuses = {step.status for step in self.steps}
+        if "not_found" in statuses:
+            return EXIT_NOT_FOUND
         if "unavailable" in statuses:
             return EXIT_UNAVAILABLE
         if "mismatch" in statuses:
@@ -49,12 +58,37 @@ class VerifyReport:
         return EXIT_OK
 
     def as_json(self) -> dict[str, Any]:
+        """The report as written by `--json`: enough to compare two runs or attach to a deploy."""
+        load = next((step for step in self.steps if step.name == "load"), None)
         return {
             "model": self.model,
             "backend": self.backend,
             "exit_code": self.exit_code,
+            "verdict": verdict(self),
+            "finished_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "versions": library_versions(),
+            "guard_record": None if load is None else load.data.get("guard_record"),
+            "host": {
+                "hostname": platform.node(),
+                "platform": platform.platform(),
+                "python": platform.python_version(),
+                "cpus": os.cpu_count(),
+            },
             "steps": [dataclasses.asdict(step) for step in self.steps],
         }
+
+
+def library_versions() -> dict[str, str | None]:
+    """Versions of tokbackend and every library whose behaviour a verify result depends on."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    versions: dict[str, str | None] = {}
+    for library in ("tokbackend", "tokenizers", "transformers", "gigatoken", "fastokens", "xgrammar", "hypothesis"):
+        try:
+            versions[library] = version(library)
+        except PackageNotFoundError:
+            versions[library] = None
+    return versions
 
 
 class _Step:
@@ -87,10 +121,13 @@ def verify_model(
     announce: Callable[[str], None] = print,
     progress: bool = True,
     code_points: list[int] | None = None,
+    only: set[str] | None = None,
 ) -> VerifyReport:
     """Run the gate for `model` (built-in name, local directory, or hub id in the local cache).
 
     code_points: scan only these (default: every code point, see `tokbackend.guard.derive`).
+    only: run only these of the steps after load and boot probe (`STEPS`); the others are
+        reported as skipped.
     """
     import tokbackend
     from tokbackend.backends import BackendUnavailableError
@@ -100,9 +137,12 @@ def verify_model(
     report = VerifyReport(model, backend, [])
     with _Step(report, "load", announce) as step:
         try:
-            hf = tokbackend.load_hf(model, **({} if _is_local(model) else {"local_files_only": True}))
+            hf = tokbackend.load_hf(model)
+        except tokbackend.ModelNotFoundError as error:
+            step.done("not_found", str(error).removeprefix("tokbackend: "))
+            return report
         except Exception as error:
-            step.done("unavailable", f"HuggingFace cannot load {model!r} offline: {error}")
+            step.done("unavailable", f"HuggingFace cannot load {model!r}: {error}")
             return report
         try:
             # The probe's safety net is left off here so every step below sees the backend's
@@ -130,22 +170,28 @@ def verify_model(
             detail = f"{mismatch.text!r}: backend {mismatch.backend_ids[:12]} vs HF {mismatch.hf_ids[:12]}"
             step.done("mismatch", f"edge string differs at index {mismatch.first_difference}: {detail}")
 
-    if not quick:
-        _code_point_scan(report, hf, acceleration.backend, accelerated, announce, progress, code_points)
-    _properties(report, hf, accelerated, profile, examples, seed, quick, announce, progress)
-    _chat_template(report, hf, accelerated, announce)
-    if not quick:
-        _grammar(report, hf, accelerated, announce)
-    _speed(report, hf, accelerated, announce)
+    skipped_by_quick = {"scan", "grammar"} if quick else set()
+    steps = {
+        "scan": (
+            "code-point scan",
+            lambda: _code_point_scan(report, hf, acceleration.backend, accelerated, announce, progress, code_points),
+        ),
+        "properties": (
+            "hypothesis properties",
+            lambda: _properties(report, hf, accelerated, profile, examples, seed, quick, announce, progress),
+        ),
+        "chat": ("chat template", lambda: _chat_template(report, hf, accelerated, announce)),
+        "grammar": ("grammar gate", lambda: _grammar(report, hf, accelerated, announce)),
+        "speed": ("speed", lambda: _speed(report, hf, accelerated, announce)),
+    }
+    for key, (name, run) in steps.items():
+        if key in skipped_by_quick:
+            report.steps.append(StepResult(name, "skipped", "--quick", 0.0))
+        elif only is not None and key not in only:
+            report.steps.append(StepResult(name, "skipped", "not in --only", 0.0))
+        else:
+            run()
     return report
-
-
-def _is_local(model: str) -> bool:
-    from pathlib import Path
-
-    from tokbackend.models.qwen import BUILTIN_MODELS
-
-    return model in BUILTIN_MODELS or Path(model).exists()
 
 
 def _code_point_scan(report, hf, raw_backend, accelerated, announce, progress, code_points) -> None:
@@ -268,7 +314,7 @@ def _grammar(report, hf, accelerated, announce) -> None:
         try:
             import xgrammar  # noqa: F401
         except ImportError:
-            step.done("skipped", "xgrammar is not installed (pip install 'tokbackend[test]'); grammar gate NOT run")
+            step.done("skipped", "xgrammar is not installed (pip install 'tokbackend[verify]'); grammar gate NOT run")
             return
         from equivalence.grammar import grammar_gate
 
@@ -324,17 +370,29 @@ def _bar(total: int, unit: str, enabled: bool):
 
 
 def summary_table(report: VerifyReport) -> str:
-    """The closing table: one row per step."""
+    """The closing table: one row per step, skipped steps included, then the verdict."""
     width = max(len(step.name) for step in report.steps)
     rows = [f"{'step'.ljust(width)}  status       seconds  detail"]
     for step in report.steps:
-        detail = step.detail.splitlines()[0]
-        rows.append(f"{step.name.ljust(width)}  {step.status.ljust(11)}  {step.seconds:7.2f}  {detail[:110]}")
-    verdict = {
-        EXIT_OK: "exact and usable",
-        EXIT_MISMATCH: "MISMATCH: do not deploy",
-        EXIT_UNAVAILABLE: "backend cannot serve this model",
-        EXIT_GRAMMAR: "grammar gate FAILED",
-    }[report.exit_code]
-    rows.append(f"result: {verdict} (model {report.model}, backend {report.backend}, exit {report.exit_code})")
+        lines = step.detail.splitlines() or [""]
+        detail = lines[0] if len(lines[0]) <= 110 and len(lines) == 1 else lines[0][:109] + "…"
+        rows.append(f"{step.name.ljust(width)}  {step.status.ljust(11)}  {step.seconds:7.2f}  {detail}")
+    rows.append(f"result: {verdict(report)} (model {report.model}, backend {report.backend}, exit {report.exit_code})")
     return "\n".join(rows)
+
+
+def verdict(report: VerifyReport) -> str:
+    """One line: what the exit code means for this run, naming what was not checked."""
+    if report.exit_code != EXIT_OK:
+        return {
+            EXIT_MISMATCH: "MISMATCH: do not deploy",
+            EXIT_UNAVAILABLE: "backend cannot serve this model",
+            EXIT_GRAMMAR: "grammar gate FAILED",
+            EXIT_NOT_FOUND: "model not found locally",
+        }[report.exit_code]
+    skipped = [step.name for step in report.steps if step.status == "skipped"]
+    if not skipped:
+        return "exact and usable"
+    if {step.detail for step in report.steps if step.status == "skipped"} == {"--quick"}:
+        return f"quick check passed ({' and '.join(skipped)} skipped)"
+    return f"passed, but NOT a full verification ({', '.join(skipped)} skipped)"

@@ -119,17 +119,17 @@ def load_guard(
         # Another process may have derived it while this one waited for the lock.
         record, _ = find_record(backend_name, fingerprint, cache_dir, versions)
         if record is not None:
-            logger.info("tokbackend: using the guard record another process derived: %s", record["path"])
+            logger.info("using the guard record another process derived: %s", record["path"])
             return _guard_from(record)
         from tokbackend.guard.derive import derive_record
 
-        logger.warning("tokbackend: deriving the Unicode divergence guard (%s); a one-time scan of every code point", why)
+        logger.warning("deriving the Unicode divergence guard (%s); a one-time scan of every code point", why)
         record = derive_record(
             tokenizer_json, backend_name, build_backend, fingerprint, versions, code_points=DERIVATION_CODE_POINTS
         )
         record["path"] = str(write_record(record, cache_dir / "guards"))
     logger.warning(
-        "tokbackend: guard derived in %.1f s: %d code points, saved to %s",
+        "guard derived in %.1f s: %d code points, saved to %s",
         record["scan_seconds"],
         len(from_ranges(record["code_points"])),
         record["path"],

@@ -49,14 +49,14 @@ def register() -> None:
         os.environ[APP_PATH_ENV] = TOKBACKEND_APP_PATH
     elif app_path != TOKBACKEND_APP_PATH:
         logger.warning(
-            "tokbackend: %s=%s is set; multi-tokenizer HTTP workers must call sglang.srt.plugins.load_plugins() "
+            "%s=%s is set; multi-tokenizer HTTP workers must call sglang.srt.plugins.load_plugins() "
             "themselves for --tokenizer-backend gigatoken to reach them",
             APP_PATH_ENV,
             app_path,
         )
     if os.environ.get("SGLANG_RUST_SERVER") == "1":
         logger.warning(
-            "tokbackend: SGLANG_RUST_SERVER=1 tokenizes in Rust, where Python hooks do not apply; "
+            "SGLANG_RUST_SERVER=1 tokenizes in Rust, where Python hooks do not apply; "
             "--tokenizer-backend gigatoken has no effect on that path"
         )
 
@@ -109,7 +109,7 @@ def accelerate_for_sglang(tokenizer, model: str):
     stats = acceleration.stats()
     state = "on" if acceleration.fast_path_enabled else f"OFF ({acceleration.disabled_reason})"
     logger.warning(
-        "tokbackend: %s (pid %d) tokenizer for %s: backend gigatoken, fast path %s, boot probe %.1f ms, "
+        "%s (pid %d) tokenizer for %s: backend gigatoken, fast path %s, boot probe %.1f ms, "
         "Unicode guard covers %d code points, cache budget %s MiB",
         process,
         os.getpid(),

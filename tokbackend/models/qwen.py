@@ -136,6 +136,15 @@ def build_tokenizer_config(spec: QwenModelSpec, tokenizer_json: dict) -> dict:
     }
 
 
+def builtin_name_of(path: str) -> str | None:
+    """The built-in model name whose directory `path` is (e.g. "qwen3.6"), else None."""
+    folder = Path(path).name
+    for spec in BUILTIN_MODELS.values():
+        if folder == f"{spec.name}-v{_BUILD_VERSION}":
+            return spec.name
+    return None
+
+
 def builtin_model_dir(name: str, cache_dir: Path) -> Path:
     """Return the directory holding built-in model `name`, building it on first use."""
     return model_dir(BUILTIN_MODELS[name], cache_dir)

@@ -1,0 +1,121 @@
+"""What a new user meets in the first hour: the install, the logs, errors for a missing model,
+and a verify report that says what it checked."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import subprocess
+import sys
+import time
+from importlib.metadata import requires
+
+import pytest
+
+import tokbackend
+from tokbackend import cli
+from tokbackend.verify import EXIT_MISSING_TOOLS, EXIT_NOT_FOUND, EXIT_OK
+
+
+def _run_cli(*arguments: str, code: str | None = None) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-c", code, *arguments] if code else [sys.executable, "-m", "tokbackend.cli", *arguments]
+    return subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+
+
+def test_a_plain_install_brings_no_torch_cuda_or_test_tools():
+    core = [requirement for requirement in requires("tokbackend") if "extra ==" not in requirement]
+    names = {re.split(r"[ ;<>=!~\[]", requirement, maxsplit=1)[0].lower() for requirement in core}
+    assert names.isdisjoint({"torch", "xgrammar", "hypothesis", "faker", "triton", "pytest"}), names
+    assert {"gigatoken", "transformers", "tokenizers"} <= names
+    verify_extra = [requirement for requirement in requires("tokbackend") if 'extra == "verify"' in requirement]
+    assert any(requirement.startswith("xgrammar") for requirement in verify_extra)
+    assert any(requirement.startswith("hypothesis") for requirement in verify_extra)
+
+
+def test_verify_names_the_extra_when_its_tools_are_missing():
+    code = "import sys; sys.modules['hypothesis'] = None; from tokbackend.cli import main; sys.exit(main(sys.argv[1:]))"
+    completed = _run_cli("verify", "qwen3", "--quick", code=code)
+    assert completed.returncode == EXIT_MISSING_TOOLS
+    assert "pip install 'tokbackend[verify]'" in completed.stderr and "hypothesis" in completed.stderr
+
+
+def test_a_passing_quick_verify_says_what_it_skipped_and_logs_no_warnings(tmp_path):
+    report_path = tmp_path / "report.json"
+    completed = _run_cli("verify", "qwen3.6", "--quick", "--json", str(report_path))
+    assert completed.returncode == EXIT_OK, completed.stdout + completed.stderr
+    assert "quick check passed (code-point scan and grammar gate skipped)" in completed.stdout
+    assert "exact and usable" not in completed.stdout
+    assert re.search(r"^code-point scan\s+skipped", completed.stdout, re.MULTILINE)
+    assert re.search(r"^grammar gate\s+skipped", completed.stdout, re.MULTILINE)
+    assert "WARNING" not in completed.stdout + completed.stderr
+    assert "tokbackend: tokbackend:" not in completed.stdout + completed.stderr
+    report = json.loads(report_path.read_text())
+    assert report["versions"]["tokbackend"] == tokbackend.__version__
+    assert report["versions"]["gigatoken"] and report["versions"]["tokenizers"] and report["versions"]["transformers"]
+    assert report["guard_record"].endswith(".json")
+    assert report["finished_at"] and report["host"]["cpus"] >= 1 and report["host"]["python"]
+    assert report["verdict"].startswith("quick check passed")
+
+
+def test_long_details_are_cut_with_an_ellipsis():
+    from tokbackend.verify import StepResult, VerifyReport, summary_table
+
+    table = summary_table(VerifyReport("m", "b", [StepResult("load", "ok", "x" * 300, 1.0)]))
+    assert "x" * 109 + "…" in table and "x" * 111 not in table
+
+
+@pytest.mark.parametrize("model", ["no-such-model", "Qwen/Qwen3-8B"])
+def test_a_model_that_is_not_found_locally_is_reported_as_such(model):
+    started = time.perf_counter()
+    completed = _run_cli("verify", model, "--quick")
+    assert completed.returncode == EXIT_NOT_FOUND, completed.stdout + completed.stderr
+    assert "not in the local HuggingFace cache" in completed.stdout
+    assert f"hf download {model}" in completed.stdout
+    assert "cannot serve" not in completed.stdout
+    assert time.perf_counter() - started < 60
+
+
+def test_load_does_not_wait_on_a_network_it_cannot_reach():
+    started = time.perf_counter()
+    with pytest.raises(tokbackend.ModelNotFoundError, match="hf download Qwen/Qwen3-8B"):
+        tokbackend.load("Qwen/Qwen3-8B")
+    assert time.perf_counter() - started < 5
+
+
+def test_version_flag(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["--version"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out.strip() == f"tokbackend {tokbackend.__version__}"
+
+
+def test_stats_name_a_builtin_model_by_its_name():
+    assert tokbackend.load("qwen3.6").tokbackend.stats()["model"] == "qwen3.6"
+
+
+def test_routine_fallbacks_log_at_info_and_bad_input_is_named(fresh_pair, caplog):
+    hf, fast = fresh_pair
+    with caplog.at_level(logging.INFO, logger="tokbackend"):
+        fast.encode("guarded \u1ae6 text")
+        with pytest.raises(type(_hf_error(hf, "lone \ud800 surrogate"))):
+            fast.encode("lone \ud800 surrogate")
+    by_reason = {
+        reason: record
+        for record in caplog.records
+        for reason in ("unicode_guard", "bad_input")
+        if f"reason: {reason}" in record.getMessage()
+    }
+    assert by_reason["unicode_guard"].levelno == logging.INFO
+    assert by_reason["bad_input"].levelno == logging.INFO
+    stats = fast.tokbackend.stats()["fallbacks"]
+    assert stats.get("bad_input") == 1 and "backend_error" not in stats
+    assert not any(record.getMessage().startswith("tokbackend:") for record in caplog.records)
+
+
+def _hf_error(hf, text: str) -> BaseException:
+    try:
+        hf.encode(text)
+    except BaseException as error:  # noqa: BLE001 - whatever HF raises is the expected type
+        return error
+    raise AssertionError("HF accepted the text")
