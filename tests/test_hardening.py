@@ -26,36 +26,48 @@ TEXTS = [prompt_text(seed, 3000, kind) for seed in range(6) for kind in ("code",
 # -- 1. threads ------------------------------------------------------------------------------
 
 
-def test_concurrent_single_and_batch_calls_are_exact(hf_tokenizer, fast_tokenizer):
-    expected = [hf_tokenizer.encode(text) for text in TEXTS]
-    backend_errors_before = fast_tokenizer.tokbackend.stats()["fallbacks"].get("backend_error", 0)
+def _run_to_completion(worker, count: int, timeout: float) -> None:
+    """Run `worker(offset)` on `count` threads; fail if any is still running after `timeout`."""
+    threads = [threading.Thread(target=worker, args=(offset,)) for offset in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=timeout)
+    assert not any(thread.is_alive() for thread in threads), "a worker is still running: deadlock or stall"
+
+
+def _all_exact_from_eight_threads(exact, calls: int, timeout: float) -> None:
+    """8 threads, released together, each making `calls` calls `exact(offset, call) -> bool`;
+    any False, or any error (Rust panics included), fails the test."""
     errors: list[BaseException] = []
-    wrong: list[int] = []
+    wrong: list[tuple[int, int]] = []
     start = threading.Barrier(8)
 
     def worker(offset: int) -> None:
         start.wait()
         try:
-            for call in range(40):
-                index = (offset + call) % len(TEXTS)
-                if call % 2:
-                    if fast_tokenizer.encode(TEXTS[index]) != expected[index]:
-                        wrong.append(index)
-                else:
-                    batch = fast_tokenizer(TEXTS[index : index + 4])["input_ids"]
-                    if batch != expected[index : index + 4]:
-                        wrong.append(index)
-        except BaseException as error:  # noqa: BLE001 - any error, Rust panics included, fails the test
+            for call in range(calls):
+                if not exact(offset, call):
+                    wrong.append((offset, call))
+        except BaseException as error:  # noqa: BLE001 - any error fails the test
             errors.append(error)
 
-    threads = [threading.Thread(target=worker, args=(offset,)) for offset in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
-    assert not any(thread.is_alive() for thread in threads), "a worker is still running: deadlock or stall"
+    _run_to_completion(worker, 8, timeout)
     assert not errors, errors[:3]
-    assert not wrong
+    assert not wrong, wrong[:5]
+
+
+def test_concurrent_single_and_batch_calls_are_exact(hf_tokenizer, fast_tokenizer):
+    expected = [hf_tokenizer.encode(text) for text in TEXTS]
+    backend_errors_before = fast_tokenizer.tokbackend.stats()["fallbacks"].get("backend_error", 0)
+
+    def exact(offset: int, call: int) -> bool:
+        index = (offset + call) % len(TEXTS)
+        if call % 2:
+            return fast_tokenizer.encode(TEXTS[index]) == expected[index]
+        return fast_tokenizer(TEXTS[index : index + 4])["input_ids"] == expected[index : index + 4]
+
+    _all_exact_from_eight_threads(exact, calls=40, timeout=120)
     assert fast_tokenizer.tokbackend.stats()["fallbacks"].get("backend_error", 0) == backend_errors_before
 
 
@@ -64,31 +76,14 @@ def test_ids_stay_exact_across_cache_renewals_under_eight_threads(hf_tokenizer):
     fast = tokbackend.accelerate(hf_tokenizer, cache_budget_mib=4)
     texts = [prompt_text(seed, 6000, "prose") for seed in range(100, 140)]
     expected = [hf_tokenizer.encode(text) for text in texts]
-    wrong: list[int] = []
-    errors: list[BaseException] = []
-    start = threading.Barrier(8)
 
-    def worker(offset: int) -> None:
-        start.wait()
-        try:
-            for call in range(30):
-                index = (offset * 5 + call) % len(texts)
-                if call % 3 == 0:
-                    if fast(texts[index : index + 3])["input_ids"] != expected[index : index + 3]:
-                        wrong.append(index)
-                elif fast.encode(texts[index]) != expected[index]:
-                    wrong.append(index)
-        except BaseException as error:  # noqa: BLE001
-            errors.append(error)
+    def exact(offset: int, call: int) -> bool:
+        index = (offset * 5 + call) % len(texts)
+        if call % 3 == 0:
+            return fast(texts[index : index + 3])["input_ids"] == expected[index : index + 3]
+        return fast.encode(texts[index]) == expected[index]
 
-    threads = [threading.Thread(target=worker, args=(offset,)) for offset in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=300)
-    assert not any(thread.is_alive() for thread in threads), "a worker is still running: deadlock or stall"
-    assert not errors, errors[:3]
-    assert not wrong
+    _all_exact_from_eight_threads(exact, calls=30, timeout=300)
     stats = fast.tokbackend.stats()
     assert stats["cache_renewals"] >= 1, "no renewal happened: the test proves nothing"
     assert stats["fast_texts"] > 0

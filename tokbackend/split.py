@@ -421,9 +421,7 @@ def _rebuild_backend(tokenizer: AcceleratedTokenizerMixin, acceleration: Acceler
         except GuardUnavailableError as error:
             if acceleration.options.get("strict"):
                 raise FastPathError(f"tokbackend: {acceleration.model}: {error}") from error
-            logger.error(
-                "%s: %s; the fast path is off and every encode goes to HuggingFace", acceleration.model, error
-            )
+            logger.error("%s: %s; the fast path is off and every encode goes to HuggingFace", acceleration.model, error)
             acceleration.disabled_reason = str(error)
         else:
             _probe_and_publish(tokenizer, acceleration, backend)

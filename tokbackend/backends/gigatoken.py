@@ -115,9 +115,7 @@ class GigatokenBackend:
     # names share them.
     guard_family = "gigatoken"
 
-    def __init__(
-        self, tokenizer_json: str, cache_budget_mib: int | None = DEFAULT_CACHE_BUDGET_MIB, warm: bool = True
-    ) -> None:
+    def __init__(self, tokenizer_json: str, cache_budget_mib: int | None = DEFAULT_CACHE_BUDGET_MIB, warm: bool = True) -> None:
         self._tokenizer_json = tokenizer_json
         self._warm = warm
         self._budget_bytes = None if cache_budget_mib is None else int(cache_budget_mib) << 20
