@@ -23,26 +23,11 @@ and most current LLM tokenizers are; for others the first oracle alone derives t
 
 from __future__ import annotations
 
-import functools
 import json
 
 _LEAD_BYTES = range(0xC2, 0xF5)
 _CONTINUATION_BYTES = range(0x80, 0xC0)
 _ASCII_BYTES = range(0x80)
-
-
-@functools.lru_cache(maxsize=1)
-def _byte_to_unicode() -> dict[int, str]:
-    """GPT-2's reversible byte -> printable character map (what ByteLevel pre-tokenizers use)."""
-    printable = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
-    characters = list(printable)
-    extra = 0
-    for byte in range(256):
-        if byte not in printable:
-            printable.append(byte)
-            characters.append(256 + extra)
-            extra += 1
-    return dict(zip(printable, map(chr, characters)))
 
 
 def _is_byte_level(spec: dict) -> bool:
@@ -60,7 +45,9 @@ def boundary_tokenizer_json(tokenizer_json: str) -> str | None:
     spec = json.loads(tokenizer_json)
     if not _is_byte_level(spec):
         return None
-    mapping = _byte_to_unicode()
+    from transformers.convert_slow_tokenizer import bytes_to_unicode
+
+    mapping = bytes_to_unicode()  # GPT-2's byte -> printable character map, as ByteLevel uses
     vocab = {mapping[byte]: byte for byte in range(256)}
     merges: list[list[str]] = []
 
