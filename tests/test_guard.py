@@ -118,6 +118,24 @@ def test_boundary_oracle_sees_what_the_real_vocabulary_hides(hf_tokenizer):
 SUPPORTED_VERSIONS = [{"tokenizers": version, "gigatoken": "0.10.0"} for version in ("0.22.2", "0.23.2", "0.23.3")]
 
 
+def test_fingerprint_reads_sections_without_parsing_the_vocabulary(hf_tokenizer):
+    """The textual fingerprint: the same for another key order and other added tokens, another for other merges."""
+    import json
+
+    text = _json(hf_tokenizer)
+    spec = json.loads(text)
+    fingerprint = model_fingerprint(text)
+
+    def as_hf_writes(sections: dict) -> str:
+        return json.dumps(sections, separators=(",", ":"), ensure_ascii=False)
+
+    others = {key: value for key, value in spec.items() if key != "model"}
+    assert model_fingerprint(as_hf_writes({"model": spec["model"], **others})) == fingerprint  # full-parse path
+    assert model_fingerprint(as_hf_writes({**spec, "added_tokens": []})) == fingerprint
+    spec["model"]["merges"] = spec["model"]["merges"][:-1]
+    assert model_fingerprint(as_hf_writes(spec)) != fingerprint
+
+
 @pytest.mark.parametrize("versions", SUPPORTED_VERSIONS, ids=lambda versions: versions["tokenizers"])
 def test_records_ship_for_the_versions_users_run(hf_tokenizer, versions, tmp_path):
     record, _ = find_record("gigatoken", model_fingerprint(_json(hf_tokenizer)), tmp_path, versions)
