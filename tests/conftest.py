@@ -9,6 +9,8 @@ import pytest
 import tokbackend
 
 BUILTIN_MODELS = ("qwen3.6", "qwen3")
+# Every exactness and split-surface test that takes `fast_tokenizer` runs on each backend.
+BACKENDS = ("gigatoken", "fastokens")
 
 
 @pytest.fixture(scope="session", params=BUILTIN_MODELS)
@@ -22,17 +24,29 @@ def hf_tokenizer(model_name):
     return tokbackend.load_hf(model_name)
 
 
+@pytest.fixture(scope="session", params=BACKENDS)
+def backend_name(request) -> str:
+    return request.param
+
+
+_accelerated: dict[tuple[str, str], object] = {}
+
+
 @pytest.fixture(scope="session")
-def fast_tokenizer(hf_tokenizer):
-    """The accelerated tokenizer over `hf_tokenizer`; tests must not mutate it."""
-    return tokbackend.accelerate(hf_tokenizer)
+def fast_tokenizer(model_name, hf_tokenizer, backend_name):
+    """The accelerated tokenizer over `hf_tokenizer` on `backend_name`; tests must not mutate it.
+    Built once per (model, backend) and kept, so the parametrization's order costs no rebuilds."""
+    key = (model_name, backend_name)
+    if key not in _accelerated:
+        _accelerated[key] = tokbackend.accelerate(hf_tokenizer, backend_name)
+    return _accelerated[key]
 
 
 @pytest.fixture
 def fresh_pair():
-    """An independent (hf, accelerated) Qwen3 pair for tests that add tokens or change state."""
+    """An independent (hf, gigatoken-accelerated) Qwen3 pair for tests that add tokens or change state."""
     hf = copy.deepcopy(_qwen3_template())
-    return hf, tokbackend.accelerate(hf)
+    return hf, tokbackend.accelerate(hf, "gigatoken")
 
 
 _template = {}
@@ -47,3 +61,12 @@ def _qwen3_template():
 def fast_counts(tokenizer) -> tuple[int, dict[str, int]]:
     stats = tokenizer.tokbackend.stats()
     return stats["fast_texts"], stats["fallbacks"]
+
+
+def pytest_collection_modifyitems(items):
+    """The CI profile runs Qwen3.6 on every backend and Qwen3 on gigatoken; Qwen3 on the other
+    backends is in the thorough profile (`-m slow`)."""
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if params.get("model_name") == "qwen3" and params.get("backend_name", "gigatoken") != "gigatoken":
+            item.add_marker(pytest.mark.slow)

@@ -26,7 +26,7 @@ from tokbackend.guard import UnicodeGuard, guard_versions, model_fingerprint
 from tokbackend.guard.contexts import ScanContext, derive_contexts
 from tokbackend.guard.records import BAKED_RECORDS_ENV, find_record, write_record
 from tokbackend.guard.scan import all_code_points, from_ranges, plane_code_points, ranges, scan
-from tokbackend.split import AcceleratedTokenizerMixin
+from tokbackend.state import AccelerationState
 from tokbackend.verify import EXIT_GRAMMAR, EXIT_MISMATCH, EXIT_OK, EXIT_UNAVAILABLE, verify_model
 
 CLASS_NAMES = sorted(input_classes([]))
@@ -72,7 +72,7 @@ def _letter_class(fast_tokenizer) -> frozenset[int]:
 
 
 def test_recent_code_points_class_catches_a_guard_missing_the_letter_class(hf_tokenizer):
-    planted = tokbackend.accelerate(hf_tokenizer)
+    planted = tokbackend.accelerate(hf_tokenizer, "gigatoken")
     guard = planted.tokbackend.guard
     planted.tokbackend.guard = UnicodeGuard(guard.code_points - _letter_class(planted), guard.record)
     strategy = input_classes([])["recent_code_points"]()
@@ -119,7 +119,7 @@ TEST_RECORDS = Path(__file__).parent / "guards"
 def test_every_code_point_is_exact_for_other_split_patterns(vocabulary, monkeypatch):
     monkeypatch.setenv(BAKED_RECORDS_ENV, str(TEST_RECORDS))
     hf = _vocabulary_tokenizer(vocabulary)
-    fast = tokbackend.accelerate(hf)
+    fast = tokbackend.accelerate(hf, "gigatoken")
     results = _full_scan(hf, fast)
     assert results["accelerated"].all_divergent == []
     assert set(results["raw"].all_divergent) <= fast.tokbackend.guard.code_points
@@ -130,7 +130,7 @@ def test_every_code_point_is_exact_for_other_split_patterns(vocabulary, monkeypa
 def test_other_split_patterns_are_exact_for_boundary_classes(vocabulary, input_class, monkeypatch):
     monkeypatch.setenv(BAKED_RECORDS_ENV, str(TEST_RECORDS))
     hf = _vocabulary_tokenizer(vocabulary)
-    fast = tokbackend.accelerate(hf)
+    fast = tokbackend.accelerate(hf, "gigatoken")
     strategy = input_classes([])[input_class]()
     mismatch = find_mismatch(hf.encode, fast.encode, strategy, input_class, settings.get_profile("ci"))
     assert mismatch is None, mismatch.report()
@@ -248,7 +248,7 @@ def test_verify_exits_1_with_a_minimal_example_on_a_wrong_backend():
 def test_verify_exits_1_when_the_fast_path_silently_answers_nothing(monkeypatch, capsys):
     """A planted defect: every encode answered by HF and nothing counted. The ids are right, and
     a gate that only compared ids would pass."""
-    monkeypatch.setattr(AcceleratedTokenizerMixin, "_tokbackend_encode", lambda self, texts, add_special_tokens: None)
+    monkeypatch.setattr(AccelerationState, "answer", lambda self, tokenizer, texts, add_special_tokens, limit: None)
     assert cli.main(["verify", "qwen3", "--quick", "--no-progress"]) == EXIT_MISMATCH
     assert "answered none" in capsys.readouterr().out
 

@@ -15,14 +15,14 @@ import tokbackend
 from equivalence.corpus import prompt_text
 from equivalence.vocabularies import vocabulary_dir
 from tokbackend import guard as guard_module
-from tokbackend.backends import backend_factory
+from tokbackend.backends import backend_class
 from tokbackend.backends.hf import HFBackend
 from tokbackend.guard import UnicodeGuard, model_fingerprint
 from tokbackend.guard.contexts import ScanContext, derive_contexts
 from tokbackend.guard.derive import core_contexts, run_oracles
 from tokbackend.guard.records import BAKED_RECORDS_ENV, find_record, write_record
 from tokbackend.guard.scan import from_ranges, scan
-from tokbackend.split import FastPathError
+from tokbackend.state import FastPathError
 
 HELPERS = Path(__file__).parent / "helpers"
 LETTER_X = 0x323B0  # CJK Extension J (Unicode 17): a letter to gigatoken, unassigned to HF tokenizers
@@ -54,7 +54,8 @@ def _json(tokenizer) -> str:
 
 
 def _gigatoken(text: str):
-    return backend_factory("gigatoken")(text, cache_budget_mib=None, warm=False)
+    kind = backend_class("gigatoken")
+    return kind(text, kind.options_for_scanning())
 
 
 # -- contexts ---------------------------------------------------------------------------------
@@ -149,7 +150,7 @@ def test_accelerate_runs_no_scan_with_a_shipped_record(hf_tokenizer, monkeypatch
     from tokbackend.guard import derive
 
     monkeypatch.setattr(derive, "derive_record", lambda *args, **kwargs: pytest.fail("derived although a record ships"))
-    fast = tokbackend.accelerate(hf_tokenizer)
+    fast = tokbackend.accelerate(hf_tokenizer, "gigatoken")
     assert fast.tokbackend.stats()["guard_record"].startswith(str(guard_module.records.SHIPPED_RECORDS))
 
 
@@ -164,7 +165,7 @@ def test_a_baked_record_is_used_without_a_scan(fresh_pair, monkeypatch, tmp_path
     monkeypatch.setattr(derive, "derive_record", lambda *args, **kwargs: pytest.fail("derived although a record was baked"))
     monkeypatch.setenv(BAKED_RECORDS_ENV, str(tmp_path / "baked"))
     monkeypatch.setenv("TOKBACKEND_CACHE_DIR", str(tmp_path / "cache"))
-    fast = tokbackend.accelerate(hf)
+    fast = tokbackend.accelerate(hf, "gigatoken")
     assert fast.tokbackend.guard.code_points == reference.tokbackend.guard.code_points
     assert fast.tokbackend.stats()["guard_record"].startswith(str(tmp_path / "baked"))
 
@@ -190,7 +191,7 @@ def small_derivation(monkeypatch, tmp_path):
 def test_guard_is_rederived_when_library_versions_change(fresh_pair, small_derivation, caplog):
     hf, reference = fresh_pair
     with caplog.at_level(logging.WARNING, logger="tokbackend"):
-        fast = tokbackend.accelerate(hf, cache_budget_mib=16)
+        fast = tokbackend.accelerate(hf, "gigatoken", cache_budget_mib=16)
     assert any("deriving the Unicode divergence guard" in record.getMessage() for record in caplog.records)
     records = list((small_derivation / "guards").glob("gigatoken-*.json"))
     assert len(records) == 1
@@ -203,19 +204,19 @@ def test_guard_is_rederived_when_library_versions_change(fresh_pair, small_deriv
     assert fast.tokbackend.stats()["cache_renewals"] == 0
     caplog.clear()
     with caplog.at_level(logging.WARNING, logger="tokbackend"):
-        tokbackend.accelerate(hf)
+        tokbackend.accelerate(hf, "gigatoken")
     assert not any("deriving" in record.getMessage() for record in caplog.records)
 
 
 def test_guard_refuses_loudly_when_asked_to(fresh_pair, small_derivation, caplog):
     hf, _ = fresh_pair
     with caplog.at_level(logging.ERROR, logger="tokbackend"):
-        fast = tokbackend.accelerate(hf, unicode_guard="refuse")
+        fast = tokbackend.accelerate(hf, "gigatoken", unicode_guard="refuse")
     assert not fast.tokbackend.fast_path_enabled
     assert any("tokbackend guard" in record.getMessage() for record in caplog.records)
     assert fast.encode("still exact") == hf.encode("still exact")
     with pytest.raises(FastPathError, match="no guard record|recorded for"):
-        tokbackend.accelerate(hf, unicode_guard="refuse", strict=True)
+        tokbackend.accelerate(hf, "gigatoken", unicode_guard="refuse", strict=True)
 
 
 def test_concurrent_processes_derive_once_and_share_the_record(tmp_path):
@@ -270,6 +271,6 @@ def test_divergent_code_points_deep_in_long_prompts_are_exact(hf_tokenizer, fast
     assert after["fallbacks"]["unicode_guard"] == before["fallbacks"].get("unicode_guard", 0) + 1
     assert after["fast_texts"] == before["fast_texts"] + (0 if call == "single" else 1)  # only what the backend answered
     # the same inputs catch a guard that reads only the first 1,000 characters
-    planted = tokbackend.accelerate(hf_tokenizer)
+    planted = tokbackend.accelerate(hf_tokenizer, "gigatoken")
     planted.tokbackend.guard = FirstThousandCharacters(planted.tokbackend.guard.code_points)
     assert encode(planted) != expected

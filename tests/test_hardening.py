@@ -13,7 +13,7 @@ import pytest
 
 import tokbackend
 from equivalence.corpus import prompt_text
-from tokbackend.split import AcceleratedTokenizerMixin
+from tokbackend.tokenizer import AcceleratedTokenizerMixin
 
 HELPERS = Path(__file__).parent / "helpers"
 TEXTS = [prompt_text(seed, 3000, kind) for seed in range(6) for kind in ("code", "prose", "mixed")] + [
@@ -73,7 +73,7 @@ def test_concurrent_single_and_batch_calls_are_exact(hf_tokenizer, fast_tokenize
 
 def test_ids_stay_exact_across_cache_renewals_under_eight_threads(hf_tokenizer):
     """A tiny cache budget makes the backend swap tokenizers while 8 threads encode."""
-    fast = tokbackend.accelerate(hf_tokenizer, cache_budget_mib=4)
+    fast = tokbackend.accelerate(hf_tokenizer, "gigatoken", cache_budget_mib=4)
     texts = [prompt_text(seed, 6000, "prose") for seed in range(100, 140)]
     expected = [hf_tokenizer.encode(text) for text in texts]
 

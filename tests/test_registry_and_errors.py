@@ -9,7 +9,7 @@ from tokenizers import normalizers
 
 import tokbackend
 from tokbackend.backends.gigatoken import GigatokenBackend
-from tokbackend.split import FastPathError
+from tokbackend.state import FastPathError
 
 
 class DroppingBackend(GigatokenBackend):
@@ -69,9 +69,9 @@ def test_unloadable_tokenizer_raises_a_clear_error(fresh_pair, caplog):
     hf, _ = fresh_pair
     hf.backend_tokenizer.normalizer = normalizers.Sequence([normalizers.NFC(), normalizers.Lowercase()])
     with pytest.raises(tokbackend.BackendUnavailableError, match="gigatoken.*cannot serve.*allow_hf_fallback"):
-        tokbackend.accelerate(hf)
+        tokbackend.accelerate(hf, "gigatoken")
     with caplog.at_level(logging.ERROR, logger="tokbackend"):
-        fast = tokbackend.accelerate(hf, allow_hf_fallback=True)
+        fast = tokbackend.accelerate(hf, "gigatoken", allow_hf_fallback=True)
     assert not fast.tokbackend.fast_path_enabled
     assert fast.encode("HeLLo") == hf.encode("HeLLo") == hf.encode("hello")
 
@@ -100,16 +100,20 @@ def test_rust_panics_become_ordinary_exceptions(fast_tokenizer):
     wrapper comes out as BackendPanicError, an Exception, not pyo3's BaseException."""
     import gigatoken
 
-    from tokbackend.backends.gigatoken import BackendPanicError
+    from tokbackend.backends.base import BackendPanicError
+    from tokbackend.backends.gigatoken import GigatokenBackend
 
-    rust = gigatoken.Tokenizer.from_json(fast_tokenizer.backend_tokenizer.to_str()).backend
+    tokenizer_json = fast_tokenizer.backend_tokenizer.to_str()
+    rust = gigatoken.Tokenizer.from_json(tokenizer_json).backend
 
     class Panicking:
         def encode_batch_list(self, texts, parallel):
             return rust.decode([10**9])
 
+    backend = GigatokenBackend(tokenizer_json, GigatokenBackend.options_for_scanning())
+    backend._rust = Panicking()
     with pytest.raises(BackendPanicError, match="panicked"):
-        fast_tokenizer.tokbackend.backend._call(Panicking(), ["x"], parallel=False)
+        backend.encode("x")
 
 
 def test_out_of_range_ids_decode_as_hf_does(hf_tokenizer, fast_tokenizer):

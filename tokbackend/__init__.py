@@ -8,16 +8,21 @@
 
 from tokbackend.backends import BackendUnavailableError, EncodeBackend, available_backends, register_backend
 from tokbackend.loading import DEFAULT_MODEL, ModelNotFoundError, load, load_hf
-from tokbackend.split import AcceleratedTokenizerMixin, Acceleration, FastPathError, accelerate
+from tokbackend.options import AccelerationOptions
+from tokbackend.policy import FallbackReason
+from tokbackend.state import AccelerationState, FastPathError
+from tokbackend.tokenizer import AcceleratedTokenizerMixin, accelerate
 
 __version__ = "0.1.0"
 
 __all__ = [
     "DEFAULT_MODEL",
     "AcceleratedTokenizerMixin",
-    "Acceleration",
+    "AccelerationOptions",
+    "AccelerationState",
     "BackendUnavailableError",
     "EncodeBackend",
+    "FallbackReason",
     "FastPathError",
     "ModelNotFoundError",
     "__version__",

@@ -9,7 +9,9 @@ import logging
 import sys
 
 from tokbackend import __version__
+from tokbackend.backends import AUTO
 from tokbackend.guard.records import BAKED_RECORDS_ENV
+from tokbackend.options import DEFAULT_BACKEND
 from tokbackend.verify import EXIT_MISSING_TOOLS, EXIT_UNAVAILABLE, STEPS, summary_table, verify_model
 
 # What `tokbackend verify` cannot run without (the grammar gate's xgrammar is checked in its step).
@@ -39,7 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     verify.add_argument("model", help='built-in name ("qwen3.6", "qwen3"), a local directory, or a hub id in the local HF cache')
-    verify.add_argument("--backend", default="gigatoken", choices=available_backends())
+    verify.add_argument("--backend", default=DEFAULT_BACKEND, choices=[AUTO, *available_backends()])
     verify.add_argument(
         "--profile", default="ci", choices=["dev", "ci", "thorough"], help="how many Hypothesis examples per input class"
     )
@@ -143,7 +145,7 @@ def derive_guard(model: str, backend_name: str, output: str | None) -> int:
     from pathlib import Path
 
     import tokbackend
-    from tokbackend.backends import backend_factory
+    from tokbackend.backends import backend_class
     from tokbackend.cache import cache_dir
     from tokbackend.guard import UnicodeGuard, guard_versions, model_fingerprint
     from tokbackend.guard.derive import derive_record
@@ -151,14 +153,13 @@ def derive_guard(model: str, backend_name: str, output: str | None) -> int:
     from tokbackend.guard.scan import format_ranges, from_ranges
 
     tokenizer_json = tokbackend.load_hf(model).backend_tokenizer.to_str()
-    factory = backend_factory(backend_name)
-    libraries = tuple(getattr(factory, "versioned_libraries", ()))
+    kind = backend_class(backend_name)
     record = derive_record(
         tokenizer_json,
-        getattr(factory, "guard_family", backend_name),
-        lambda text: factory(text, cache_budget_mib=None, warm=False),
+        kind.guard_family,
+        lambda text: kind(text, kind.options_for_scanning()),
         model_fingerprint(tokenizer_json),
-        guard_versions(libraries),
+        guard_versions(tuple(kind.versioned_libraries)),
         progress=lambda step: print(f"  scanned {step}", file=sys.stderr),
     )
     path = write_record(record, Path(output) if output else cache_dir() / "guards")

@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 from tokbackend.cache import cache_dir
 from tokbackend.models.qwen import BUILTIN_MODELS, builtin_model_dir
-from tokbackend.split import accelerate
+from tokbackend.options import AccelerationOptions
+from tokbackend.tokenizer import accelerate
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
@@ -59,16 +60,21 @@ def _in_hf_cache(repo_id: str) -> bool:
         return False
 
 
-def load(name_or_path: str = DEFAULT_MODEL, backend: str = "gigatoken", **from_pretrained_kwargs: Any) -> PreTrainedTokenizerBase:
+def load(
+    name_or_path: str = DEFAULT_MODEL,
+    backend: str | None = None,
+    *,
+    options: AccelerationOptions | None = None,
+    **kwargs: Any,
+) -> PreTrainedTokenizerBase:
     """`AutoTokenizer.from_pretrained` + `accelerate`. Built-in names: "qwen3.6", "qwen3".
+
+    Keyword arguments named like `AccelerationOptions` fields (strict, probe, ...) go to
+    `accelerate()`; the rest to `from_pretrained`.
 
     >>> tokenizer = load("qwen3.6")  # doctest: +SKIP
     >>> tokenizer.encode("Hello!")  # doctest: +SKIP
     [9419, 0]
     """
-    accelerate_options = {
-        key: from_pretrained_kwargs.pop(key)
-        for key in ("strict", "probe", "allow_hf_fallback", "unicode_guard", "cache_budget_mib")
-        if key in from_pretrained_kwargs
-    }
-    return accelerate(load_hf(name_or_path, **from_pretrained_kwargs), backend=backend, **accelerate_options)
+    changes = {key: kwargs.pop(key) for key in AccelerationOptions.field_names() & kwargs.keys()}
+    return accelerate(load_hf(name_or_path, **kwargs), backend, options=options, **changes)

@@ -24,6 +24,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from tokbackend.options import DEFAULT_BACKEND
+
 EXIT_OK, EXIT_MISMATCH, EXIT_UNAVAILABLE, EXIT_GRAMMAR, EXIT_NOT_FOUND, EXIT_MISSING_TOOLS = 0, 1, 2, 3, 4, 5
 # The steps after load and boot probe, by the names `only` (and `--only`) take.
 STEPS = ("scan", "properties", "chat", "grammar", "speed")
@@ -113,7 +115,7 @@ class _Step:
 
 def verify_model(
     model: str,
-    backend: str = "gigatoken",
+    backend: str = DEFAULT_BACKEND,
     profile: str = "ci",
     examples: int | None = None,
     seed: int = 0,
@@ -197,8 +199,8 @@ def verify_model(
 def _code_point_scan(report, hf, raw_backend, accelerated, announce, progress, code_points) -> None:
     from tokbackend.backends.hf import HFBackend
     from tokbackend.guard.contexts import derive_contexts
-    from tokbackend.guard.derive import FULL_PLANES, SCREEN_CONTEXTS, SCREENED_PLANES
-    from tokbackend.guard.scan import plane_code_points, scan
+    from tokbackend.guard.derive import code_points_to_scan
+    from tokbackend.guard.scan import scan
 
     with _Step(report, "code-point scan", announce) as step:
         tokenizer_json = hf.backend_tokenizer.to_str()
@@ -210,12 +212,8 @@ def _code_point_scan(report, hf, raw_backend, accelerated, announce, progress, c
 
         candidates = {"raw": raw_backend.encode_batch, "accelerated": accelerated_batch}
         contexts = derive_contexts(tokenizer_json)
-        if code_points is None:
-            # Every plane that holds assigned characters in every context; the others screened
-            # (the same split as the guard's derivation: tokbackend.guard.derive).
-            screened = scan(hf_batch, candidates, SCREEN_CONTEXTS, plane_code_points(SCREENED_PLANES))
-            flagged = {code_point >> 16 for result in screened.values() for code_point in result.all_divergent}
-            code_points = plane_code_points(set(FULL_PLANES) | flagged)
+        if code_points is None:  # the same plan as the guard's derivation
+            code_points = code_points_to_scan(hf_batch, candidates)
         bar = _bar(len(contexts), "contexts", progress)
         results = scan(hf_batch, candidates, contexts, code_points, progress=lambda _: bar.update())
         bar.close()

@@ -13,7 +13,8 @@ from importlib.metadata import entry_points
 import pytest
 
 from tokbackend.integrations import sglang as plugin
-from tokbackend.split import AcceleratedTokenizerMixin
+from tokbackend.integrations.common import ALLOW_FALLBACK_ENV
+from tokbackend.tokenizer import AcceleratedTokenizerMixin
 
 TEXTS = [
     "Hello! 毕老师！1 + 1 = 2",
@@ -34,6 +35,25 @@ def test_the_flag_accepts_gigatoken(model_dir, plugins_loaded):
     assert arguments.tokenizer_backend == "gigatoken"
     with pytest.raises(SystemExit):
         prepare_server_args(["--model-path", model_dir, "--tokenizer-backend", "gigatokn"])
+
+
+@pytest.mark.parametrize("value", ["tokbackend-fastokens", "tokbackend-auto", "fastokens"])
+def test_other_backends_are_selectable_beside_sglangs_own_fastokens(model_dir, plugins_loaded, value):
+    """Our values carry a prefix; SGLang's own "fastokens" (its global patch) stays SGLang's."""
+    from sglang.srt.server_args import prepare_server_args
+
+    arguments = prepare_server_args(["--model-path", model_dir, "--tokenizer-backend", value])
+    assert arguments.tokenizer_backend == value
+    assert plugin.backend_for_flag(value) == (None if value == "fastokens" else value.removeprefix("tokbackend-"))
+
+
+def test_tokbackend_fastokens_serves_through_get_tokenizer(model_dir, plugins_loaded, hf_reference):
+    from sglang.srt.utils.hf_transformers.tokenizer import get_tokenizer
+
+    tokenizer = get_tokenizer(model_dir, tokenizer_backend="tokbackend-fastokens")
+    assert isinstance(tokenizer, AcceleratedTokenizerMixin)
+    assert tokenizer.tokbackend.stats()["routing"]["single"] == "fastokens"
+    assert [tokenizer.encode(text) for text in TEXTS] == [hf_reference.encode(text) for text in TEXTS]
 
 
 def test_tokenizer_manager_tokenizes_a_batch_through_the_fast_path(tokenizer_manager, hf_reference):
@@ -136,9 +156,9 @@ def test_a_model_the_fast_path_cannot_serve_stops_start_up(model_dir, plugins_lo
     config = json.loads((broken / "tokenizer.json").read_text())
     config["normalizer"] = {"type": "Sequence", "normalizers": [{"type": "NFC"}, {"type": "Lowercase"}]}
     (broken / "tokenizer.json").write_text(json.dumps(config))
-    with pytest.raises(RuntimeError, match="cannot serve.*Lowercase.*TOKBACKEND_SGLANG_ALLOW_HF_FALLBACK"):
+    with pytest.raises(RuntimeError, match="cannot serve.*Lowercase.*TOKBACKEND_ALLOW_HF_FALLBACK"):
         get_tokenizer(str(broken), tokenizer_backend="gigatoken")
-    monkeypatch.setenv(plugin.ALLOW_FALLBACK_ENV, "1")
+    monkeypatch.setenv(ALLOW_FALLBACK_ENV, "1")
     tokenizer = get_tokenizer(str(broken), tokenizer_backend="gigatoken")
     assert not tokenizer.tokbackend.fast_path_enabled
     assert tokenizer.encode("HeLLo") == tokenizer.encode("hello")

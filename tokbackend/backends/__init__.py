@@ -1,7 +1,7 @@
-"""Backend registry: a name ("hf", "gigatoken", ...) maps to a factory building an `EncodeBackend`.
+"""Backend registry: a name ("hf", "gigatoken", "fastokens", ...) maps to a backend class.
 
 Third-party packages add backends through the entry-point group `tokbackend.backends`
-(`name = "package.module:Factory"`); they are discovered once, under a lock, and a name
+(`name = "package.module:Class"`, a class following `BackendClass`); they are discovered once, under a lock, and a name
 that is already taken is refused loudly rather than silently replaced.
 """
 
@@ -11,22 +11,23 @@ import threading
 from importlib import import_module
 from importlib.metadata import entry_points
 
-from tokbackend.backends.base import BackendFactory, BackendUnavailableError, EncodeBackend
+from tokbackend.backends.base import BackendClass, BackendUnavailableError, EncodeBackend
 
 ENTRY_POINT_GROUP = "tokbackend.backends"
 
 _BUILTIN_FACTORIES = {
     "hf": "tokbackend.backends.hf:HFBackend",
     "gigatoken": "tokbackend.backends.gigatoken:GigatokenBackend",
+    "fastokens": "tokbackend.backends.fastokens:FastokensBackend",
 }
 
 _lock = threading.Lock()
-_factories: dict[str, str | BackendFactory] = dict(_BUILTIN_FACTORIES)
+_factories: dict[str, str | BackendClass] = dict(_BUILTIN_FACTORIES)
 _entry_points_loaded = False
 
 
-def register_backend(name: str, factory: str | BackendFactory) -> None:
-    """Register `factory` (a callable, or a "module:attribute" path) under `name`.
+def register_backend(name: str, factory: str | BackendClass) -> None:
+    """Register `factory` (a backend class, or a "module:attribute" path to one) under `name`.
 
     >>> register_backend("mine", "my_package.backend:MyBackend")  # doctest: +SKIP
     """
@@ -34,7 +35,13 @@ def register_backend(name: str, factory: str | BackendFactory) -> None:
         _register_locked(name, factory, origin="register_backend()")
 
 
-def _register_locked(name: str, factory: str | BackendFactory, origin: str) -> None:
+# Not a backend but a choice among them, made per model at accelerate() time (tokbackend.auto).
+AUTO = "auto"
+
+
+def _register_locked(name: str, factory: str | BackendClass, origin: str) -> None:
+    if name == AUTO:
+        raise ValueError(f"tokbackend backend name {AUTO!r} is reserved for the per-model choice; {origin} tried to use it")
     if name in _factories:
         raise ValueError(f"tokbackend backend {name!r} is already registered; {origin} tried to register it again")
     _factories[name] = factory
@@ -56,8 +63,8 @@ def available_backends() -> list[str]:
     return sorted(_factories)
 
 
-def backend_factory(name: str) -> BackendFactory:
-    """The factory registered under `name`; a clear error lists the known names otherwise."""
+def backend_class(name: str) -> BackendClass:
+    """The class registered under `name`; a clear error lists the known names otherwise."""
     _load_entry_points()
     try:
         factory = _factories[name]
@@ -70,10 +77,11 @@ def backend_factory(name: str) -> BackendFactory:
 
 
 __all__ = [
-    "BackendFactory",
+    "AUTO",
+    "BackendClass",
     "BackendUnavailableError",
     "EncodeBackend",
     "available_backends",
-    "backend_factory",
+    "backend_class",
     "register_backend",
 ]

@@ -1,17 +1,19 @@
 """The narrow interface every encode backend implements.
 
-This is the low layer of tokbackend: plain primitives in, plain primitives out. A backend
-turns text into token ids exactly as the HuggingFace tokenizer it was built from would with
-`add_special_tokens=False`, and nothing else: no kwargs, padding, tensors or BatchEncoding.
-Everything HuggingFace-shaped lives in `tokbackend.split`, which decides per call whether
-a backend may answer.
+This is the low layer of tokbackend, a hard cut: plain primitives in, plain primitives out. A
+backend is built from the text of a tokenizer.json and its own typed options, and turns text
+into token ids exactly as HuggingFace would with `add_special_tokens=False`, and nothing else:
+no kwargs, padding, tensors or BatchEncoding. Everything HuggingFace-shaped lives above the
+cut (`tokbackend.policy` decides per call whether a backend may answer, `tokbackend.state`
+routes the call, `tokbackend.tokenizer` is the HuggingFace-facing class).
 """
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
-# Default growth budget, in MiB, for backends that cache what they encode (see accelerate()).
+# Default growth budget, in MiB, for backends whose caches grow without bound (see
+# `tokbackend.backends.renewal`).
 DEFAULT_CACHE_BUDGET_MIB = 256
 
 
@@ -19,18 +21,32 @@ class BackendUnavailableError(RuntimeError):
     """The backend cannot serve this tokenizer (it cannot load it, or not exactly)."""
 
 
+class BackendPanicError(RuntimeError):
+    """A Rust panic inside a backend library, re-raised as an ordinary exception."""
+
+
+def is_rust_panic(error: BaseException) -> bool:
+    """pyo3's PanicException derives from BaseException and would sail past every `except
+    Exception` in a server; it is created at run time in a module that cannot be imported."""
+    kind = type(error)
+    return kind.__name__ == "PanicException" and kind.__module__ == "pyo3_runtime"
+
+
 @runtime_checkable
 class EncodeBackend(Protocol):
     """Text -> ids, for one tokenizer, safe to call from many threads at once."""
 
-    name: str
+    name: ClassVar[str]
     # Whether text must be screened for code points on which this backend and HF diverge
     # (see tokbackend.guard); False only for backends that are the reference itself.
-    needs_unicode_guard: bool
+    needs_unicode_guard: ClassVar[bool]
     # Libraries whose versions a guard record for this backend depends on (besides tokenizers),
     # and the name its records are filed under (the library's, whatever name it is registered as).
-    versioned_libraries: tuple[str, ...]
-    guard_family: str
+    versioned_libraries: ClassVar[tuple[str, ...]]
+    guard_family: ClassVar[str]
+    # Whether its caches grow with every distinct text and never shrink; such a backend is
+    # served through `RenewingBackend`, which bounds them.
+    grows_without_bound: ClassVar[bool]
 
     def encode(self, text: str) -> list[int]:
         """Ids of one text, special/added tokens inside it matched as HuggingFace does."""
@@ -40,13 +56,26 @@ class EncodeBackend(Protocol):
         """Ids of many texts; may use several threads."""
         ...
 
+    def stats(self) -> dict[str, Any]:
+        """Backend-specific counters for `tokenizer.tokbackend.stats()`."""
+        ...
 
-class BackendFactory(Protocol):
-    """Builds an `EncodeBackend` from the text of a tokenizer.json (HuggingFace's format).
 
-    Keyword options come from `accelerate()` (`cache_budget_mib`) and from guard derivation
-    (`cache_budget_mib=None, warm=False`); a factory ignores the ones that do not concern it.
-    Raise `BackendUnavailableError` for a tokenizer.json the backend cannot serve.
+class BackendClass(Protocol):
+    """What the registry maps a name to: a class built as `Backend(tokenizer_json, options)`.
+
+    `Options` is the backend's own (frozen dataclass) options type; `options_for_scanning()`
+    gives the options of throw-away instances, such as those a guard derivation builds (no
+    warm-up). Raise `BackendUnavailableError` for a tokenizer.json the backend cannot serve.
     """
 
-    def __call__(self, tokenizer_json: str, **options: object) -> EncodeBackend: ...
+    Options: type
+    name: str
+    needs_unicode_guard: bool
+    versioned_libraries: tuple[str, ...]
+    guard_family: str
+    grows_without_bound: bool
+
+    def __call__(self, tokenizer_json: str, options: Any = ...) -> EncodeBackend: ...
+
+    def options_for_scanning(self) -> Any: ...

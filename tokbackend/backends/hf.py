@@ -6,17 +6,26 @@ plumbing (stats, probe, integrations) without changing the encoder.
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Any
+
+
+@dataclasses.dataclass(frozen=True)
+class HFOptions:
+    """The HF backend has no options."""
+
 
 class HFBackend:
     """Encodes through a private `tokenizers.Tokenizer` loaded from the tokenizer.json text."""
 
+    Options = HFOptions
     name = "hf"
     needs_unicode_guard = False  # it is the reference
     versioned_libraries = ()
     guard_family = "hf"
+    grows_without_bound = False
 
-    def __init__(self, tokenizer_json: str, **_options: object) -> None:
-        # Options such as cache_budget_mib concern caching backends; HF keeps no such cache.
+    def __init__(self, tokenizer_json: str, options: HFOptions = HFOptions()) -> None:
         from tokenizers import Tokenizer
 
         # A private copy: HF's own calls toggle truncation/padding/encode_special_tokens on the
@@ -26,8 +35,15 @@ class HFBackend:
         self._tokenizer.no_padding()
         self._tokenizer.encode_special_tokens = False
 
+    @classmethod
+    def options_for_scanning(cls) -> HFOptions:
+        return HFOptions()
+
     def encode(self, text: str) -> list[int]:
         return self._tokenizer.encode(text, add_special_tokens=False).ids
 
     def encode_batch(self, texts: list[str]) -> list[list[int]]:
         return [encoding.ids for encoding in self._tokenizer.encode_batch(texts, add_special_tokens=False)]
+
+    def stats(self) -> dict[str, Any]:
+        return {}

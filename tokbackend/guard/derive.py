@@ -57,6 +57,14 @@ def core_contexts(contexts: list[ScanContext], per_family: int = 2) -> list[Scan
     return core
 
 
+def code_points_to_scan(reference: Callable, candidates: dict[str, Callable]) -> list[int]:
+    """The planes every scan covers: the full planes, plus any screened plane in which the
+    screen contexts show a difference between `reference` and any of `candidates`."""
+    screened = scan(reference, candidates, SCREEN_CONTEXTS, plane_code_points(SCREENED_PLANES))
+    flagged = {code_point >> 16 for report in screened.values() for code_point in report.all_divergent}
+    return plane_code_points(set(FULL_PLANES) | flagged)
+
+
 def run_oracles(
     tokenizer_json: str,
     build_backend: BackendBuilder,
@@ -76,10 +84,7 @@ def run_oracles(
     contexts_of = {"ids": core_contexts(contexts), "boundaries": contexts}
     reports: dict[str, ScanReport] = {}
     for oracle, (reference, candidate) in encoders.items():
-        scanned = code_points
-        if scanned is None:
-            screen = scan(reference, {oracle: candidate}, SCREEN_CONTEXTS, plane_code_points(SCREENED_PLANES))[oracle]
-            scanned = plane_code_points(set(FULL_PLANES) | {code_point >> 16 for code_point in screen.all_divergent})
+        scanned = code_points if code_points is not None else code_points_to_scan(reference, {oracle: candidate})
         reports[oracle] = scan(
             reference,
             {oracle: candidate},
@@ -96,11 +101,13 @@ def derive_record(
     build_backend: BackendBuilder,
     fingerprint: str,
     versions: dict[str, str],
-    **scan_options,
+    contexts: list[ScanContext] | None = None,
+    code_points: list[int] | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> dict:
     """Run both oracles and return a guard record (see `tokbackend.guard.records`)."""
-    contexts = scan_options.pop("contexts", None) or derive_contexts(tokenizer_json)
-    reports = run_oracles(tokenizer_json, build_backend, contexts, **scan_options)
+    contexts = contexts or derive_contexts(tokenizer_json)
+    reports = run_oracles(tokenizer_json, build_backend, contexts, code_points, progress)
     union = sorted({code_point for report in reports.values() for code_point in report.all_divergent})
     return {
         "format": RECORD_FORMAT,

@@ -1,33 +1,36 @@
-"""SGLang plugin: `--tokenizer-backend gigatoken` on a stock SGLang server.
+"""SGLang plugin: `--tokenizer-backend gigatoken` (or `tokbackend-NAME`) on a stock SGLang server.
 
 Registered under SGLang's entry-point group `sglang.srt.plugins`, so SGLang runs `register()`
 through `load_plugins()` in every process that calls it (the launcher, `sgl.Engine`, the
 scheduler, the detokenizer, the data-parallel controller). `register()`:
 
-- adds "gigatoken" to the choices of `--tokenizer-backend`;
+- adds "gigatoken", "tokbackend-auto" and "tokbackend-NAME" for every registered backend to the
+  choices of `--tokenizer-backend` (SGLang's own "fastokens", its global patch, is left alone);
 - wraps `get_tokenizer` and `get_processor` (SGLang's hook registry patches every module that
-  imported them): with `tokenizer_backend="gigatoken"` they load the HuggingFace tokenizer as
+  imported them): with one of those values they load the HuggingFace tokenizer as
   usual and return `tokbackend.accelerate()` of it, logging one line per process;
 - points the HTTP app path of multi-tokenizer workers (`--tokenizer-worker-num > 1`), which
   SGLang starts without calling `load_plugins()`, at `tokbackend.integrations.sglang_app`,
   which calls it before loading SGLang's app.
 
 A model the fast path cannot serve fails at start-up with the reason; set
-TOKBACKEND_SGLANG_ALLOW_HF_FALLBACK=1 to serve it with HuggingFace instead (logged). With
+TOKBACKEND_ALLOW_HF_FALLBACK=1 to serve it with HuggingFace instead (logged; see
+`tokbackend.integrations.common`). With
 SGLANG_RUST_SERVER=1 SGLang tokenizes in Rust, where no Python hook applies: the plugin warns.
 """
 
 from __future__ import annotations
 
 import logging
-import multiprocessing
 import os
 import typing
 
+from tokbackend.integrations.common import accelerate_for_server, backend_for_flag, flag_values
+
 logger = logging.getLogger("tokbackend")
 
-BACKEND_NAME = "gigatoken"
-ALLOW_FALLBACK_ENV = "TOKBACKEND_SGLANG_ALLOW_HF_FALLBACK"
+# The variable's name before the servers shared one (TOKBACKEND_ALLOW_HF_FALLBACK); still honoured.
+LEGACY_ALLOW_FALLBACK_ENV = "TOKBACKEND_SGLANG_ALLOW_HF_FALLBACK"
 APP_PATH_ENV = "SGLANG_HTTP_SERVER_APP_PATH"
 SGLANG_DEFAULT_APP_PATH = "sglang.srt.entrypoints.http_server:app"
 TOKBACKEND_APP_PATH = "tokbackend.integrations.sglang_app:app"
@@ -66,62 +69,32 @@ def _add_flag_choice() -> None:
 
     metadata = typing.get_type_hints(ServerArgs, include_extras=True)["tokenizer_backend"].__metadata__
     choices = metadata[0].choices
-    if BACKEND_NAME not in choices:
-        choices.append(BACKEND_NAME)
+    choices.extend(value for value in flag_values() if value not in choices)
 
 
 def _around_get_tokenizer(original, *args, **kwargs):
-    if kwargs.get("tokenizer_backend") != BACKEND_NAME:
+    flag = kwargs.get("tokenizer_backend")
+    if backend_for_flag(flag) is None:
         return original(*args, **kwargs)
     kwargs["tokenizer_backend"] = "huggingface"
     tokenizer = original(*args, **kwargs)
     model = args[0] if args else kwargs.get("tokenizer_name", "?")
-    return accelerate_for_sglang(tokenizer, str(model))
+    return accelerate_for_sglang(tokenizer, str(model), flag)
 
 
 def _around_get_processor(original, *args, **kwargs):
-    if kwargs.get("tokenizer_backend") != BACKEND_NAME:
+    flag = kwargs.get("tokenizer_backend")
+    if backend_for_flag(flag) is None:
         return original(*args, **kwargs)
     kwargs["tokenizer_backend"] = "huggingface"
     processor = original(*args, **kwargs)
     model = str(args[0] if args else kwargs.get("tokenizer_name", "?"))
     if hasattr(processor, "tokenizer"):
-        processor.tokenizer = accelerate_for_sglang(processor.tokenizer, model)
+        processor.tokenizer = accelerate_for_sglang(processor.tokenizer, model, flag)
         return processor
-    return accelerate_for_sglang(processor, model)
+    return accelerate_for_sglang(processor, model, flag)
 
 
-def accelerate_for_sglang(tokenizer, model: str):
-    """`tokbackend.accelerate()` with SGLang's start-up contract: one log line per process, and
-    a model the fast path cannot serve stops the server unless HF fallback was asked for."""
-    import tokbackend
-
-    allow_fallback = os.environ.get(ALLOW_FALLBACK_ENV, "") not in ("", "0", "false", "False")
-    process = multiprocessing.current_process().name
-    try:
-        accelerated = tokbackend.accelerate(tokenizer, backend=BACKEND_NAME, allow_hf_fallback=allow_fallback)
-    except (tokbackend.BackendUnavailableError, TypeError) as error:
-        raise RuntimeError(
-            f"tokbackend: --tokenizer-backend gigatoken cannot serve {model} in process {process} (pid {os.getpid()}): "
-            f"{error}. Remove the flag, or set {ALLOW_FALLBACK_ENV}=1 to serve it with HuggingFace."
-        ) from error
-    acceleration = accelerated.tokbackend
-    stats = acceleration.stats()
-    state = "on" if acceleration.fast_path_enabled else f"OFF ({acceleration.disabled_reason})"
-    logger.warning(
-        "%s (pid %d) tokenizer for %s: backend gigatoken, fast path %s, boot probe %.1f ms, "
-        "Unicode guard covers %d code points, cache budget %s MiB",
-        process,
-        os.getpid(),
-        model,
-        state,
-        stats["probe_seconds"] * 1000,
-        stats["guarded_code_points"],
-        stats.get("cache_budget_mib"),
-    )
-    if not acceleration.fast_path_enabled and not allow_fallback:
-        raise RuntimeError(
-            f"tokbackend: the gigatoken fast path is off for {model} ({acceleration.disabled_reason}); "
-            f"refusing to start with a silent downgrade. Set {ALLOW_FALLBACK_ENV}=1 to serve it with HuggingFace."
-        )
-    return accelerated
+def accelerate_for_sglang(tokenizer, model: str, backend_flag: str = "gigatoken"):
+    """`tokbackend.accelerate()` under the servers' start-up contract (`integrations.common`)."""
+    return accelerate_for_server(tokenizer, model, f"--tokenizer-backend {backend_flag}", "SGLang", LEGACY_ALLOW_FALLBACK_ENV)

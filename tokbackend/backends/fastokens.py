@@ -1,0 +1,84 @@
+"""The fastokens backend: HF-compatible BPE in Rust with PCRE2, GIL released while it encodes.
+
+Called directly, never through `fastokens.patch_transformers()` (the process-global patch
+SGLang's and vLLM's own fastokens switches use): tokbackend's split surface decides which calls
+it answers. Ids come back through `encode_batch_flat`, a flat little-endian uint32 buffer, turned
+into Python ints in one C loop (`array.tolist`), which is cheaper than fastokens' per-Encoding
+`ids` lists. Its memory stays bounded on its own, so it needs no renewal.
+"""
+
+from __future__ import annotations
+
+import array
+import dataclasses
+import sys
+from typing import Any
+
+from tokbackend.backends.base import BackendPanicError, BackendUnavailableError, is_rust_panic
+from tokbackend.backends.forking import in_forked_child
+from tokbackend.backends.warmup import builtin_texts
+
+_FLAT_BUFFERS_ARE_NATIVE = sys.byteorder == "little" and array.array("I").itemsize == 4 and array.array("Q").itemsize == 8
+
+
+@dataclasses.dataclass(frozen=True)
+class FastokensOptions:
+    """warm: encode ~1 MB of built-in text at build time (thread pool, allocators)."""
+
+    warm: bool = True
+
+
+class FastokensBackend:
+    """Plain-text encode through fastokens, loaded from the tokenizer's own tokenizer.json."""
+
+    Options = FastokensOptions
+    name = "fastokens"
+    needs_unicode_guard = True  # PCRE2's Unicode tables are not HF tokenizers' either
+    versioned_libraries = ("fastokens",)
+    guard_family = "fastokens"
+    grows_without_bound = False
+
+    def __init__(self, tokenizer_json: str, options: FastokensOptions = FastokensOptions()) -> None:
+        import fastokens
+
+        try:
+            self._rust = fastokens.Tokenizer.from_json_str(tokenizer_json)
+            self._rust.no_truncation()
+            self._rust.no_padding()
+        except Exception as error:
+            reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            raise BackendUnavailableError(f"fastokens cannot load this tokenizer.json ({reason})") from error
+        if options.warm and not in_forked_child():
+            self.encode_batch(list(builtin_texts())[:10])
+
+    @classmethod
+    def options_for_scanning(cls) -> FastokensOptions:
+        return FastokensOptions(warm=False)
+
+    def encode(self, text: str) -> list[int]:
+        return self._flat([text])[0]
+
+    def encode_batch(self, texts: list[str]) -> list[list[int]]:
+        if in_forked_child():  # its thread pool has no workers here (see tokbackend.backends.forking)
+            return [self._flat([text])[0] for text in texts]
+        return self._flat(texts)
+
+    def stats(self) -> dict[str, Any]:
+        return {}
+
+    def _flat(self, texts: list[str]) -> list[list[int]]:
+        try:
+            ids_buffer, offsets_buffer = self._rust.encode_batch_flat(texts)
+        except BaseException as error:
+            if is_rust_panic(error):
+                raise BackendPanicError(f"fastokens panicked while encoding: {error}") from None
+            raise
+        if _FLAT_BUFFERS_ARE_NATIVE:
+            ids, offsets = array.array("I", ids_buffer), array.array("Q", offsets_buffer)
+        else:  # pragma: no cover - big-endian hosts
+            ids, offsets = array.array("I", ids_buffer), array.array("Q", offsets_buffer)
+            ids.byteswap()
+            offsets.byteswap()
+        if len(texts) == 1:
+            return [ids.tolist()]
+        return [ids[offsets[index] : offsets[index + 1]].tolist() for index in range(len(texts))]

@@ -1,0 +1,123 @@
+"""A memory bound for any backend whose caches grow without bound: renew it, by budget.
+
+Some libraries cache every distinct pretoken they meet and have no call to clear the cache
+(gigatoken 0.10.0: +1 GiB after 3,000 distinct random-word prompts). The caches belong to the
+library's tokenizer object and are freed with it. `RenewingBackend` adds up how much the
+process's resident memory grows *during the wrapped backend's own calls* (two reads of /proc
+per call, ~3 us; growth elsewhere in the process is not counted) and, at half of the budget,
+swaps in a spare instance built ahead of time, hands the freed memory back to the OS and builds
+the next spare on a background thread. The other half of the budget is headroom for calls in
+flight. Output never depends on the caches, only speed.
+
+Costs: the spare's fixed footprint (~90 MiB for a 248k gigatoken vocabulary), and whatever
+building an instance costs the process: a library that holds the GIL while it loads a
+vocabulary pauses every Python thread that long, once per renewal (see bench/RESULTS.md).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from tokbackend.backends.base import EncodeBackend
+
+_PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+_statm: dict[str, int | None] = {"pid": None, "fd": None}
+
+
+def resident_bytes() -> int | None:
+    """This process's resident set size (~1.5 us: one pread of a kept /proc descriptor),
+    or None where /proc is not available."""
+    pid = os.getpid()
+    try:
+        if _statm["pid"] != pid:  # first call, or first call in a forked child
+            _statm["fd"], _statm["pid"] = os.open("/proc/self/statm", os.O_RDONLY), pid
+        return int(os.pread(_statm["fd"], 64, 0).split()[1]) * _PAGE_SIZE
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _release_freed_memory() -> None:
+    """Hand memory freed by the old caches back to the OS (glibc keeps it in its arenas
+    otherwise, and resident memory would not show that the caches were dropped)."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None).malloc_trim(0)
+
+
+class RenewingBackend:
+    """Wraps `build()`'s backend; renews it when its calls have grown memory by half of `budget_mib`.
+
+    >>> backend = RenewingBackend(lambda: GigatokenBackend(text), budget_mib=256)  # doctest: +SKIP
+    """
+
+    def __init__(self, build: Callable[[], EncodeBackend], budget_mib: int) -> None:
+        self._build = build
+        self._current = build()
+        kind = type(self._current)
+        self.name = kind.name
+        self.needs_unicode_guard = kind.needs_unicode_guard
+        self.versioned_libraries = kind.versioned_libraries
+        self.guard_family = kind.guard_family
+        self.grows_without_bound = False  # that is what this wrapper is for
+        self._budget_bytes = int(budget_mib) << 20
+        self._growth = 0
+        self._spare_lock = threading.Lock()
+        self._spare: EncodeBackend | None = None
+        self.cache_renewals = 0
+        # The spare is built here, at start-up, because building one may pause every Python
+        # thread; a renewal is then an instant swap.
+        self._prepare_spare(after_renewal=False)
+
+    @property
+    def wrapped(self) -> EncodeBackend:
+        """The instance serving calls now."""
+        return self._current
+
+    def encode(self, text: str) -> list[int]:
+        return self._measured(lambda backend: backend.encode(text))
+
+    def encode_batch(self, texts: list[str]) -> list[list[int]]:
+        return self._measured(lambda backend: backend.encode_batch(texts))
+
+    def stats(self) -> dict[str, Any]:
+        return {
+            **self._current.stats(),
+            "cache_budget_mib": self._budget_bytes >> 20,
+            "cache_renewals": self.cache_renewals,
+        }
+
+    def _measured(self, call: Callable[[EncodeBackend], Any]) -> Any:
+        before = resident_bytes()
+        result = call(self._current)
+        after = resident_bytes()
+        if before is not None and after is not None and after > before:
+            # Unlocked on purpose: concurrent calls may count shared growth twice, which only
+            # renews a little early.
+            self._growth += after - before
+            if self._growth >= self._budget_bytes // 2:
+                self._renew()
+        return result
+
+    def _renew(self) -> None:
+        with self._spare_lock:
+            spare, self._spare = self._spare, None
+        if spare is None:
+            return  # the next spare is still being built
+        self._current = spare  # in-flight calls finish on the old instance, which is then freed
+        self.cache_renewals += 1
+        threading.Thread(target=self._prepare_spare, args=(True,), name="tokbackend-spare", daemon=True).start()
+
+    def _prepare_spare(self, after_renewal: bool) -> None:
+        if after_renewal:
+            time.sleep(0.1)  # let in-flight calls release the old instance
+            _release_freed_memory()
+        spare = self._build()
+        with self._spare_lock:
+            self._spare = spare
+        # Growth seen while the spare was built is mostly the spare itself: start counting afresh.
+        self._growth = 0

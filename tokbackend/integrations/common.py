@@ -1,0 +1,70 @@
+"""The start-up contract every server integration shares (SGLang, vLLM).
+
+- Flag values: "gigatoken" (the name users know) means the gigatoken backend; "tokbackend-NAME"
+  means any registered backend NAME, or "tokbackend-auto". The prefix keeps our values apart
+  from the servers' own choices (SGLang's and vLLM's "fastokens" are fastokens' process-global
+  patch, not this package).
+- One log line per process saying what serves the tokenizer.
+- No silent downgrade: a model the fast path cannot serve stops the server with the reason,
+  unless the environment variable TOKBACKEND_ALLOW_HF_FALLBACK=1 asks to serve it with HF.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+
+logger = logging.getLogger("tokbackend")
+
+ALLOW_FALLBACK_ENV = "TOKBACKEND_ALLOW_HF_FALLBACK"
+FLAG_PREFIX = "tokbackend-"
+PLAIN_FLAG_VALUES = {"gigatoken": "gigatoken"}
+
+
+def flag_values() -> list[str]:
+    """Every value a server flag accepts for tokbackend: "gigatoken", "tokbackend-auto", ..."""
+    from tokbackend.backends import AUTO, available_backends
+
+    return [*PLAIN_FLAG_VALUES, *(FLAG_PREFIX + name for name in (AUTO, *available_backends()))]
+
+
+def backend_for_flag(value: object) -> str | None:
+    """The tokbackend backend a flag value selects, or None when the value is not ours."""
+    if not isinstance(value, str):
+        return None
+    if value in PLAIN_FLAG_VALUES:
+        return PLAIN_FLAG_VALUES[value]
+    if value.startswith(FLAG_PREFIX) and value in flag_values():
+        return value.removeprefix(FLAG_PREFIX)
+    return None
+
+
+def fallback_allowed(*legacy_variables: str) -> bool:
+    """Whether the operator asked to serve with HF when the fast path cannot."""
+    return any(os.environ.get(name, "") not in ("", "0", "false", "False") for name in (ALLOW_FALLBACK_ENV, *legacy_variables))
+
+
+def accelerate_for_server(tokenizer, model: str, flag: str, server: str, *legacy_fallback_variables: str):
+    """`tokbackend.accelerate()` under the contract above. `flag` is the command-line value
+    ("--tokenizer-backend gigatoken"), named in errors and the log line."""
+    import tokbackend
+
+    backend = backend_for_flag(flag.split()[-1])
+    allow_fallback = fallback_allowed(*legacy_fallback_variables)
+    process = f"{multiprocessing.current_process().name} (pid {os.getpid()})"
+    try:
+        accelerated = tokbackend.accelerate(tokenizer, backend=backend, allow_hf_fallback=allow_fallback)
+    except (tokbackend.BackendUnavailableError, tokbackend.FastPathError, TypeError) as error:
+        raise RuntimeError(
+            f"tokbackend: {flag} cannot serve {model} in {server} process {process}: {error}. "
+            f"Remove the flag, or set {ALLOW_FALLBACK_ENV}=1 to serve it with HuggingFace."
+        ) from error
+    state = accelerated.tokbackend
+    logger.warning("%s %s tokenizer for %s: %s", server, process, model, state.describe())
+    if not state.fast_path_enabled and not allow_fallback:
+        raise RuntimeError(
+            f"tokbackend: {flag}: the fast path is off for {model} ({state.disabled_reason}); refusing to start "
+            f"with a silent downgrade. Set {ALLOW_FALLBACK_ENV}=1 to serve it with HuggingFace."
+        )
+    return accelerated

@@ -1,0 +1,60 @@
+"""`AccelerationOptions`: every choice `accelerate()` and `load()` take, in one typed object."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Literal
+
+from tokbackend.backends import AUTO, backend_class
+from tokbackend.backends.base import DEFAULT_CACHE_BUDGET_MIB
+
+# The backend `accelerate()` and `load()` use when none is named; see README "Choosing a backend".
+DEFAULT_BACKEND = AUTO
+
+UnicodeGuardMode = Literal["derive", "refuse", "off"]
+
+
+@dataclasses.dataclass(frozen=True)
+class AccelerationOptions:
+    """How a tokenizer is accelerated.
+
+    backend: a registered backend name ("gigatoken", "fastokens", "hf", ...) or "auto" (per
+        model, the fastest backend that is exact for it; see `tokbackend.auto`).
+    strict: raise `FastPathError` when the boot probe finds a mismatch, instead of logging an
+        error and serving every encode from HuggingFace.
+    probe: run the boot probe (edge strings compared with HuggingFace) when a backend is built.
+    allow_hf_fallback: when the backend cannot load this tokenizer, log and serve with
+        HuggingFace instead of raising `BackendUnavailableError`.
+    unicode_guard: how to get the set of code points on which the backend diverges from
+        HuggingFace when no record matches the installed versions: "derive" (scan every code
+        point once, ~3 min on 2 cores, then cached), "refuse" (fast path off, logged; an error
+        with strict=True), or "off" (no guard: only for backends known to be exact).
+    cache_budget_mib: how far the caches of a backend that never evicts (gigatoken) may grow the
+        process's resident memory before they are renewed; None: unbounded.
+    """
+
+    backend: str = DEFAULT_BACKEND
+    strict: bool = False
+    probe: bool = True
+    allow_hf_fallback: bool = False
+    unicode_guard: UnicodeGuardMode = "derive"
+    cache_budget_mib: int | None = DEFAULT_CACHE_BUDGET_MIB
+
+    def __post_init__(self) -> None:
+        if self.backend != AUTO:
+            backend_class(self.backend)  # fail early, with the list of known names, on a typo
+        if self.unicode_guard not in ("derive", "refuse", "off"):
+            raise ValueError(f'unicode_guard must be "derive", "refuse" or "off", got {self.unicode_guard!r}')
+        if self.cache_budget_mib is not None and self.cache_budget_mib <= 0:
+            raise ValueError(f"cache_budget_mib must be a positive number of MiB or None, got {self.cache_budget_mib!r}")
+
+    @classmethod
+    def field_names(cls) -> frozenset[str]:
+        return frozenset(field.name for field in dataclasses.fields(cls))
+
+    def replace(self, **changes: object) -> AccelerationOptions:
+        """A copy with `changes`; an unknown name raises TypeError naming the valid ones."""
+        unknown = sorted(set(changes) - self.field_names())
+        if unknown:
+            raise TypeError(f"unknown acceleration option {unknown[0]!r}; options: {', '.join(sorted(self.field_names()))}")
+        return dataclasses.replace(self, **changes)
