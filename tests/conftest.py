@@ -58,6 +58,20 @@ def _qwen3_template():
     return _template["qwen3"]
 
 
+@pytest.fixture
+def register_for_test(monkeypatch):
+    """register_for_test(name, cls): a backend registered for one test only, so that later
+    tests' backend="auto" never considers it."""
+    from tokbackend import backends
+
+    backends.available_backends()  # entry points first, so the test's entry is not overwritten
+
+    def register(name, backend_class):
+        monkeypatch.setitem(backends._factories, name, backend_class)
+
+    return register
+
+
 def fast_counts(tokenizer) -> tuple[int, dict[str, int]]:
     stats = tokenizer.tokbackend.stats()
     return stats["fast_texts"], stats["fallbacks"]

@@ -234,9 +234,8 @@ class DropsAfterDigits(GigatokenBackend):
         return self.encode_batch([text])[0]
 
 
-def test_verify_exits_1_with_a_minimal_example_on_a_wrong_backend():
-    if "drops-after-digits" not in tokbackend.available_backends():
-        tokbackend.register_backend("drops-after-digits", DropsAfterDigits)
+def test_verify_exits_1_with_a_minimal_example_on_a_wrong_backend(register_for_test):
+    register_for_test("drops-after-digits", DropsAfterDigits)
     lines: list[str] = []
     report = verify_model("qwen3", backend="drops-after-digits", quick=True, announce=lines.append, progress=False)
     assert report.exit_code == EXIT_MISMATCH

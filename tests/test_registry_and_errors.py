@@ -26,11 +26,6 @@ class DroppingBackend(GigatokenBackend):
         return self.encode_batch([text])[0]
 
 
-def _ensure_dropping_registered():
-    if "dropping" not in tokbackend.available_backends():
-        tokbackend.register_backend("dropping", DroppingBackend)
-
-
 def test_registry_lists_builtins_and_refuses_duplicates():
     assert {"hf", "gigatoken"} <= set(tokbackend.available_backends())
     with pytest.raises(ValueError, match="already registered"):
@@ -46,8 +41,8 @@ def test_hf_backend_is_exact(hf_tokenizer):
     assert fast.tokbackend.stats()["fast_texts"] == 1
 
 
-def test_probe_turns_a_wrong_backend_off(fresh_pair, caplog):
-    _ensure_dropping_registered()
+def test_probe_turns_a_wrong_backend_off(fresh_pair, caplog, register_for_test):
+    register_for_test("dropping", DroppingBackend)
     hf, _ = fresh_pair
     with caplog.at_level(logging.ERROR, logger="tokbackend"):
         fast = tokbackend.accelerate(hf, backend="dropping")
@@ -58,8 +53,8 @@ def test_probe_turns_a_wrong_backend_off(fresh_pair, caplog):
     assert fast.tokbackend.stats()["fallbacks"]["fast_path_disabled"] == 1
 
 
-def test_probe_raises_in_strict_mode(fresh_pair):
-    _ensure_dropping_registered()
+def test_probe_raises_in_strict_mode(fresh_pair, register_for_test):
+    register_for_test("dropping", DroppingBackend)
     hf, _ = fresh_pair
     with pytest.raises(FastPathError, match="dropping.*disagrees"):
         tokbackend.accelerate(hf, backend="dropping", strict=True)

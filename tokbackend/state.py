@@ -159,6 +159,14 @@ class AccelerationState:
     def guard(self) -> UnicodeGuard:
         return UnicodeGuard(frozenset()) if self.routing is None else self.routing.single.guard
 
+    @guard.setter
+    def guard(self, guard: UnicodeGuard) -> None:
+        """Serve every lane with `guard` (tests plant defective guards this way)."""
+        routing = self.routing
+        single = dataclasses.replace(routing.single, guard=guard)
+        batch = single if routing.batch is routing.single else dataclasses.replace(routing.batch, guard=guard)
+        self.routing = Routing(single, batch, routing.reason)
+
     def stats(self) -> dict[str, Any]:
         """Counters and state, e.g. `{"backend": "gigatoken", "fast_calls": 3, "fallbacks": {...}}`."""
         routing = self.routing

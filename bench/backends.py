@@ -1,0 +1,244 @@
+"""Every backend, raw and through tokbackend, in one run: one 32k-token prompt, a burst of 40,
+thread scaling of the burst, and event-loop lag under a long stream of distinct prompts.
+
+Usage:
+  python bench/backends.py speed [--prompts 12]        # the table (ratios vs the best raw call)
+  python bench/backends.py scaling [--threads 1 2 4 8 16]
+  python bench/backends.py stalls [--prompts 3000]     # event-loop lag p50/p99/max per backend
+Prints Markdown for bench/RESULTS.md and writes bench/backends-<mode>.json.
+Prompts are unseen: a fresh seed per prompt, ~130k characters (~32k Qwen3.6 tokens).
+"""
+
+from __future__ import annotations
+
+import argparse
+import array
+import asyncio
+import datetime
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+MODEL = "qwen3.6"
+PROMPT_CHARS = 130_000
+BURST = 40
+_seed = [20_000_000]
+
+
+def unseen(count: int) -> list[str]:
+    from equivalence.corpus import prompt_text
+
+    texts = [prompt_text(_seed[0] + index, PROMPT_CHARS) for index in range(count)]
+    _seed[0] += count
+    return texts
+
+
+def competitors() -> dict[str, tuple[Callable[[str], list[int]], Callable[[list[str]], list[list[int]]]]]:
+    """name -> (one-text encode, burst encode), each returning Python lists of ids."""
+    import fastokens
+    import gigatoken
+
+    import tokbackend
+
+    hf = tokbackend.load_hf(MODEL)
+    tokenizer_json = hf.backend_tokenizer.to_str()
+    giga = gigatoken.Tokenizer.from_json(tokenizer_json).backend
+    fast = fastokens.Tokenizer.from_json_str(tokenizer_json)
+
+    def fast_flat(texts):
+        ids, offsets = fast.encode_batch_flat(texts)
+        ids, offsets = array.array("I", ids), array.array("Q", offsets)
+        return [ids[offsets[index] : offsets[index + 1]].tolist() for index in range(len(texts))]
+
+    found = {
+        "HF": (hf.encode, lambda texts: hf(texts)["input_ids"]),
+        "raw gigatoken": (lambda text: giga.encode_batch_list([text], parallel=False)[0], giga.encode_batch_list),
+        "raw fastokens (.ids)": (lambda text: fast.encode(text).ids, lambda texts: [e.ids for e in fast.encode_batch(texts)]),
+        "raw fastokens (flat)": (lambda text: fast_flat([text])[0], fast_flat),
+    }
+    for backend in ("gigatoken", "fastokens", "auto"):
+        accelerated = tokbackend.accelerate(hf, backend)
+        found[f"tokbackend {backend}"] = (accelerated.encode, lambda texts, a=accelerated: a(texts)["input_ids"])
+    return found
+
+
+def speed(prompts: int) -> dict:
+    encoders = competitors()
+    single = {name: [] for name in encoders}
+    burst = {name: [] for name in encoders}
+    for round_ in range(prompts):
+        text = unseen(1)[0]
+        for name, (one, _) in encoders.items():
+            if name == "HF" and round_ >= 3:
+                continue
+            started = time.perf_counter()
+            one(text)
+            single[name].append(time.perf_counter() - started)
+    for _ in range(3):
+        texts = unseen(BURST)
+        for name, (_, many) in encoders.items():
+            started = time.perf_counter()
+            many(texts)
+            burst[name].append(time.perf_counter() - started)
+    table = {
+        name: {"single_ms": statistics.median(single[name]) * 1e3, "burst_ms": statistics.median(burst[name]) * 1e3}
+        for name in encoders
+    }
+    best_single = min(row["single_ms"] for name, row in table.items() if name.startswith("raw"))
+    best_burst = min(row["burst_ms"] for name, row in table.items() if name.startswith("raw"))
+    for row in table.values():
+        row["single_vs_best_raw"] = row["single_ms"] / best_single
+        row["burst_vs_best_raw"] = row["burst_ms"] / best_burst
+    lines = [
+        "| encoder | one 32k prompt ms | vs best raw | burst of 40 ms | vs best raw |",
+        "|---|---:|---:|---:|---:|",
+        *(
+            f"| {name} | {row['single_ms']:.2f} | {row['single_vs_best_raw']:.2f}x | "
+            f"{row['burst_ms']:.1f} | {row['burst_vs_best_raw']:.2f}x |"
+            for name, row in table.items()
+        ),
+    ]
+    return {"table": table, "markdown": "\n".join(lines)}
+
+
+def scaling_child() -> None:
+    encoders = competitors()
+    result = {}
+    for name, (_, many) in encoders.items():
+        if name == "HF":
+            continue
+        runs = []
+        for _ in range(2):
+            texts = unseen(BURST)
+            started = time.perf_counter()
+            many(texts)
+            runs.append(time.perf_counter() - started)
+        result[name] = min(runs) * 1e3
+    print("RESULT " + json.dumps(result))
+
+
+def scaling(threads: list[int]) -> dict:
+    rows: dict[int, dict[str, float]] = {}
+    for count in threads:
+        environment = {**os.environ, "RAYON_NUM_THREADS": str(count)}
+        completed = subprocess.run(
+            [sys.executable, __file__, "scaling-child"], env=environment, capture_output=True, text=True, check=True
+        )
+        line = next(line for line in completed.stdout.splitlines() if line.startswith("RESULT "))
+        rows[count] = json.loads(line.removeprefix("RESULT "))
+    names = list(rows[threads[0]])
+    lines = [
+        "| burst of 40, ms | " + " | ".join(f"{count} threads" for count in threads) + f" | {threads[0]}->{threads[-1]} |",
+        "|---|" + "---:|" * (len(threads) + 1),
+    ]
+    for name in names:
+        cells = [f"{rows[count][name]:.0f}" for count in threads]
+        lines.append(f"| {name} | " + " | ".join(cells) + f" | {rows[threads[0]][name] / rows[threads[-1]][name]:.1f}x |")
+    return {"rows": rows, "markdown": "\n".join(lines)}
+
+
+def _lags_while_encoding(accelerated, prompts: int, workers: int) -> list[float]:
+    """Sorted wake-up delays of a 5 ms asyncio ticker while `workers` threads encode the stream."""
+    import concurrent.futures
+
+    from equivalence.corpus import prompt_text
+
+    stream = iter(range(prompts))
+    lock = threading.Lock()
+    done = threading.Event()
+    lags: list[float] = []
+
+    def worker():
+        while True:
+            with lock:
+                index = next(stream, None)
+            if index is None:
+                return
+            accelerated.encode(prompt_text(30_000_000 + index, PROMPT_CHARS))
+
+    async def ticker():
+        while not done.is_set():
+            wanted = time.perf_counter() + 0.005
+            await asyncio.sleep(0.005)
+            lags.append(max(0.0, time.perf_counter() - wanted))
+
+    async def run():
+        loop = asyncio.get_running_loop()
+        tick = asyncio.create_task(ticker())
+        with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+            await asyncio.gather(*(loop.run_in_executor(pool, worker) for _ in range(workers)))
+        done.set()
+        await tick
+
+    asyncio.run(run())
+    return sorted(lags)
+
+
+def stalls(prompts: int, workers: int = 4) -> dict:
+    """Event-loop lag while a thread pool encodes `prompts` distinct prompts through tokbackend:
+    a loop that wants to wake every 5 ms records how late it wakes (the host's other Python work
+    waits that long)."""
+    import tokbackend
+
+    hf = tokbackend.load_hf(MODEL)
+    results = {}
+    for backend in ("gigatoken", "fastokens"):
+        accelerated = tokbackend.accelerate(hf, backend)
+        started = time.perf_counter()
+        lags = _lags_while_encoding(accelerated, prompts, workers)
+        stats = accelerated.tokbackend.stats()
+        results[backend] = {
+            "seconds": time.perf_counter() - started,
+            "lag_p50_ms": lags[len(lags) // 2] * 1e3,
+            "lag_p99_ms": lags[int(len(lags) * 0.99)] * 1e3,
+            "lag_max_ms": lags[-1] * 1e3,
+            "cache_renewals": stats.get("cache_renewals", 0),
+            "fast_texts": stats["fast_texts"],
+        }
+    lines = [
+        f"| backend ({prompts} distinct ~32k-token prompts, {workers} threads) | lag p50 ms | p99 ms | max ms | renewals | s |",
+        "|---|---:|---:|---:|---:|---:|",
+        *(
+            f"| tokbackend {name} | {row['lag_p50_ms']:.2f} | {row['lag_p99_ms']:.2f} | {row['lag_max_ms']:.0f} | "
+            f"{row['cache_renewals']} | {row['seconds']:.0f} |"
+            for name, row in results.items()
+        ),
+    ]
+    return {"results": results, "markdown": "\n".join(lines)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("mode", choices=["speed", "scaling", "stalls", "scaling-child"])
+    parser.add_argument("--prompts", type=int, default=None)
+    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2, 4, 8, 16])
+    arguments = parser.parse_args()
+    if arguments.mode == "scaling-child":
+        scaling_child()
+        return
+    if arguments.mode == "speed":
+        result = speed(arguments.prompts or 12)
+    elif arguments.mode == "scaling":
+        result = scaling(arguments.threads)
+    else:
+        result = stalls(arguments.prompts or 3000)
+    machine = platform.processor() or platform.machine()
+    header = f"{datetime.date.today()}, {os.cpu_count()} cores, {machine}, Python {platform.python_version()}"
+    print(header)
+    print(result["markdown"])
+    output = Path(os.environ.get("OUT", ROOT / "bench")) / f"backends-{arguments.mode}.json"
+    output.write_text(json.dumps({"host": header, **result}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
