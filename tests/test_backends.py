@@ -126,7 +126,8 @@ def test_the_policy_is_one_pure_function():
     defaults = TokenizerDefaults(split_special_tokens=False, returns_token_type_ids=False)
     assert fast_path_reason("x", None, {"truncation_strategy": "longest_first", "max_length": 8}, defaults) is None
     assert fast_path_reason("x", None, {"truncation_strategy": "longest_first"}, defaults) is FallbackReason.TRUNCATION
-    assert fast_path_reason("x", None, {"truncation_strategy": "only_second", "max_length": 8}, defaults) is FallbackReason.TRUNCATION
+    only_second = {"truncation_strategy": "only_second", "max_length": 8}
+    assert fast_path_reason("x", None, only_second, defaults) is FallbackReason.TRUNCATION
     assert fast_path_reason("x", "y", {}, defaults) is FallbackReason.TEXT_PAIR
     assert fast_path_reason([1, 2], None, {}, defaults) is FallbackReason.NON_TEXT_INPUT
     assert fast_path_reason("x", None, {"future": 1}, defaults) is FallbackReason.UNKNOWN_KWARG

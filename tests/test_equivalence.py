@@ -27,6 +27,7 @@ from tokbackend.guard.contexts import ScanContext, derive_contexts
 from tokbackend.guard.records import BAKED_RECORDS_ENV, find_record, write_record
 from tokbackend.guard.scan import all_code_points, from_ranges, plane_code_points, ranges, scan
 from tokbackend.state import AccelerationState
+from tokbackend.tokenizer import AcceleratedTokenizerMixin
 from tokbackend.verify import EXIT_GRAMMAR, EXIT_MISMATCH, EXIT_OK, EXIT_UNAVAILABLE, verify_model
 
 CLASS_NAMES = sorted(input_classes([]))

@@ -19,7 +19,7 @@ HELPERS = Path(__file__).parent / "helpers"
 TEXTS = [prompt_text(seed, 3000, kind) for seed in range(6) for kind in ("code", "prose", "mixed")] + [
     "<|im_start|>user\n<think>x</think><|im_end|>",
     "e\u0301 \U0001f468\u200d\U0001f469 1\ufe0f\u20e3",
-    "a\u0300\u0300\u1ae6 guarded text",  # contains a code point the Unicode guard routes to HF
+    "a\u0300\u0300\u1ae6 guarded \u017f's text",  # code points the guards of gigatoken and fastokens route to HF
 ]
 
 

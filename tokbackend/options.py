@@ -7,6 +7,7 @@ from typing import Literal
 
 from tokbackend.backends import AUTO, backend_class
 from tokbackend.backends.base import DEFAULT_CACHE_BUDGET_MIB
+from tokbackend.segments import DEFAULT_SEGMENT_CACHE_MIB
 
 # The backend `accelerate()` and `load()` use when none is named; see README "Choosing a backend".
 DEFAULT_BACKEND = AUTO
@@ -31,6 +32,8 @@ class AccelerationOptions:
         with strict=True), or "off" (no guard: only for backends known to be exact).
     cache_budget_mib: how far the caches of a backend that never evicts (gigatoken) may grow the
         process's resident memory before they are renewed; None: unbounded.
+    segment_cache_mib: budget of the segment cache (ids of the text between added tokens, reused
+        across requests: `tokbackend.segments`); None turns it off.
     """
 
     backend: str = DEFAULT_BACKEND
@@ -39,14 +42,17 @@ class AccelerationOptions:
     allow_hf_fallback: bool = False
     unicode_guard: UnicodeGuardMode = "derive"
     cache_budget_mib: int | None = DEFAULT_CACHE_BUDGET_MIB
+    segment_cache_mib: int | None = DEFAULT_SEGMENT_CACHE_MIB
 
     def __post_init__(self) -> None:
         if self.backend != AUTO:
             backend_class(self.backend)  # fail early, with the list of known names, on a typo
         if self.unicode_guard not in ("derive", "refuse", "off"):
             raise ValueError(f'unicode_guard must be "derive", "refuse" or "off", got {self.unicode_guard!r}')
-        if self.cache_budget_mib is not None and self.cache_budget_mib <= 0:
-            raise ValueError(f"cache_budget_mib must be a positive number of MiB or None, got {self.cache_budget_mib!r}")
+        for name in ("cache_budget_mib", "segment_cache_mib"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or value <= 0):
+                raise ValueError(f"{name} must be a positive number of MiB or None, got {value!r}")
 
     @classmethod
     def field_names(cls) -> frozenset[str]:

@@ -22,6 +22,7 @@ from tokbackend.models.qwen import builtin_name_of
 from tokbackend.options import AccelerationOptions
 from tokbackend.policy import FallbackReason
 from tokbackend.probe import run_probe
+from tokbackend.segments import AddedTokenSplitter, SegmentCache
 from tokbackend.stats import AccelerationStats
 
 if TYPE_CHECKING:
@@ -138,6 +139,9 @@ class AccelerationState:
         self.routing: Routing | None = None
         self.fingerprint: tuple[int, str] | None = None
         self.special_affixes: tuple[list[int], list[int]] | None = None
+        self.splitter: AddedTokenSplitter | None = None
+        self.segment_cache_unsupported: str | None = None
+        self.segment_cache: SegmentCache | None = None
         self._rebuild_lock = threading.Lock()
 
     # -- what stats() and the logs show ---------------------------------------------------------
@@ -183,9 +187,17 @@ class AccelerationState:
             "probe_seconds": self.probe_seconds,
             "guarded_code_points": len(self.guard.code_points),
             "guard_record": self.guard.record.get("path"),
+            "segment_cache": self._segment_cache_stats(),
             **backend_stats,
             **self.counters.snapshot(),
         }
+
+    def _segment_cache_stats(self) -> dict[str, Any]:
+        if self.options.segment_cache_mib is None:
+            return {"enabled": False}
+        if self.segment_cache is None:
+            return {"enabled": False, "unsupported": self.segment_cache_unsupported}
+        return {"enabled": True, **self.segment_cache.stats()}
 
     def describe(self) -> str:
         """One line for start-up logs: backend, routing and why, guard, probe."""
@@ -214,6 +226,8 @@ class AccelerationState:
         self.routing, self.fingerprint = other.routing, other.fingerprint
         self.special_affixes, self.disabled_reason = other.special_affixes, other.disabled_reason
         self.probe_seconds, self.counters = other.probe_seconds, other.counters
+        self.splitter, self.segment_cache = other.splitter, other.segment_cache
+        self.segment_cache_unsupported = other.segment_cache_unsupported
 
     def build(self, tokenizer: AcceleratedTokenizerMixin) -> None:
         """Build the lanes for the tokenizer's current state; called by accelerate() and whenever
@@ -238,6 +252,7 @@ class AccelerationState:
         tokenizer_json = tokenizer.backend_tokenizer.to_str()
         self.special_affixes = special_token_affixes(tokenizer)
         self.disabled_reason = None
+        self._build_segment_cache(tokenizer_json)
         if self.backend_name == AUTO:
             from tokbackend.auto import choose_routing
 
@@ -254,6 +269,20 @@ class AccelerationState:
         mismatch, self.probe_seconds = probe_mismatch(lane, tokenizer, self.model)
         if mismatch is not None:
             self._disable(f"probe mismatch: {mismatch}", strict_message=f"tokbackend: {mismatch} (strict=True)")
+
+    def _build_segment_cache(self, tokenizer_json: str) -> None:
+        """A fresh (empty) cache for the tokenizer's current added tokens, when enabled and the
+        split can be reproduced exactly; the reason it cannot otherwise (in stats)."""
+        self.splitter, self.segment_cache, self.segment_cache_unsupported = None, None, None
+        if self.options.segment_cache_mib is None:
+            return
+        splitter = AddedTokenSplitter.for_tokenizer_json(tokenizer_json)
+        if isinstance(splitter, str):
+            self.segment_cache_unsupported = splitter
+            logger.info("%s: segment cache off: %s", self.model, splitter)
+            return
+        self.splitter = splitter
+        self.segment_cache = SegmentCache(self.options.segment_cache_mib << 20)
 
     def _disable(self, reason: str, strict_message: str) -> None:
         if self.options.strict:
@@ -281,7 +310,7 @@ class AccelerationState:
             self.record_fallback(FallbackReason.POST_PROCESSOR, texts=len(texts))
             return None
         try:
-            ids = self._route(tokenizer, texts)
+            ids = self._route(tokenizer, texts) if self.segment_cache is None else self._route_segments(tokenizer, texts)
         except Exception as error:
             # Bad input (a lone surrogate, say) must fail exactly as HuggingFace fails on it.
             reason = FallbackReason.BACKEND_ERROR if all(map(_is_valid_text, texts)) else FallbackReason.BAD_INPUT
@@ -294,6 +323,49 @@ class AccelerationState:
             self.record_fallback(FallbackReason.TRUNCATION, f"more than max_length={limit} ids", texts=len(texts))
             return None
         return ids
+
+    def _route_segments(self, tokenizer: AcceleratedTokenizerMixin, texts: list[str]) -> list[list[int]]:
+        """Ids assembled from cached pieces; the misses of every text encoded in one call."""
+        splitter, cache = self.splitter, self.segment_cache
+        split = [splitter.split(text) for text in texts]
+        found: dict[str, list[int]] = {}
+        for parts in split:
+            for part in parts:
+                if type(part) is str and part not in found:
+                    ids = cache.get(part)
+                    if ids is not None:
+                        found[part] = ids
+        missing = list({part: None for parts in split for part in parts if type(part) is str and part not in found})
+        guarded: set[str] = set()
+        if missing:
+            lane = self.routing.single if len(missing) == 1 else self.routing.batch
+            guarded = {piece for piece in missing if lane.guard.needs_hf(piece)}
+            backend_pieces = [piece for piece in missing if piece not in guarded]
+            if backend_pieces:
+                if len(backend_pieces) == 1:
+                    encoded = [lane.backend.encode(backend_pieces[0])]
+                else:
+                    encoded = lane.backend.encode_batch(backend_pieces)
+                fresh = list(zip(backend_pieces, encoded))
+                found.update(fresh)
+                cache.put_many(fresh)
+            if guarded:  # HF's ids of a piece are its share of HF's ids of the text; not cached
+                found.update(zip(guarded, tokenizer._hf_ids(list(guarded))))
+        results = []
+        for parts in split:
+            ids: list[int] = []
+            for part in parts:
+                if type(part) is int:
+                    ids.append(part)
+                else:
+                    ids.extend(found[part])
+            results.append(ids)
+        via_hf = sum(1 for parts in split if guarded and any(type(part) is str and part in guarded for part in parts))
+        if via_hf:
+            self.record_fallback(FallbackReason.UNICODE_GUARD, texts=via_hf)
+        if len(texts) > via_hf:
+            self.counters.record_fast(len(texts) - via_hf)
+        return results
 
     def _route(self, tokenizer: AcceleratedTokenizerMixin, texts: list[str]) -> list[list[int]]:
         """Backend ids, except for texts the lane's Unicode guard sends to HuggingFace (counted)."""

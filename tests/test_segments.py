@@ -1,0 +1,168 @@
+"""The segment cache: exact by construction, proven against HF on conversations; bounded, shared, safe."""
+
+from __future__ import annotations
+
+import copy
+import pickle
+import threading
+
+import pytest
+from hypothesis import settings
+
+import tokbackend
+from equivalence.conversations import conversations, turn_by_turn
+from equivalence.differential import find_mismatch
+from tokbackend.segments import AddedTokenSplitter
+
+
+def _added(tokenizer) -> list[str]:
+    return [str(token) for token in tokenizer.added_tokens_decoder.values()]
+
+
+def _guarded(fast) -> list[int]:
+    code_points = sorted(fast.tokbackend.guard.code_points)
+    return code_points[:: max(1, len(code_points) // 40)]
+
+
+def _cached(hf, backend):
+    fast = tokbackend.accelerate(hf, backend)
+    assert fast.tokbackend.stats()["segment_cache"]["enabled"]
+    return fast
+
+
+@pytest.fixture(scope="module")
+def cached_pair(hf_tokenizer, backend_name):
+    return hf_tokenizer, _cached(hf_tokenizer, backend_name)
+
+
+def test_conversations_are_exact_turn_by_turn(cached_pair):
+    hf, fast = cached_pair
+    strategy = conversations(_added(hf), _guarded(fast))
+    profile = settings.get_profile("ci")
+    mismatch = find_mismatch(turn_by_turn(hf.encode), turn_by_turn(fast.encode), strategy, "conversations", profile)
+    assert mismatch is None, mismatch.report()
+    stats = fast.tokbackend.stats()["segment_cache"]
+    assert stats["hits"] > 0 and stats["misses"] > 0 and stats["entries"] > 0
+
+
+def test_batches_of_conversations_are_exact(cached_pair):
+    hf, fast = cached_pair
+    texts = [
+        "<|im_start|>system\nshared<|im_end|>\n<|im_start|>user\n" + body + "<|im_end|>\n"
+        for body in ("a", " 's", "\u0301x", "<think>t</think>", "<|im_end", "\U000323b0's", "\u017f's", "")
+    ]
+    assert fast(texts)["input_ids"] == hf(texts)["input_ids"]
+    assert fast(texts)["input_ids"] == hf(texts)["input_ids"]  # now from the cache
+
+
+class OffByOne(AddedTokenSplitter):
+    """Planted defect: the first character after each added token is moved into the piece before."""
+
+    def split(self, text):
+        parts = super().split(text)
+        for index in range(1, len(parts) - 1):
+            if type(parts[index]) is int and type(parts[index + 1]) is str and index > 0 and type(parts[index - 1]) is str:
+                parts[index - 1] += parts[index + 1][0]
+                parts[index + 1] = parts[index + 1][1:] or " "
+        return parts
+
+
+class ShortestFirst(AddedTokenSplitter):
+    """Planted defect: the shortest added token wins where two start at one position."""
+
+    def __init__(self, tokens):
+        super().__init__(tokens)
+        import re
+
+        self._pattern = re.compile("|".join(map(re.escape, sorted(tokens, key=len))))
+
+
+@pytest.mark.parametrize("defect", [OffByOne, ShortestFirst])
+def test_the_harness_finds_a_planted_split_defect(fresh_pair, defect):
+    """The harness's conversations catch a splitter that cuts one character off, and one that
+    prefers the shorter of two added tokens starting at one position (tokens that overlap so
+    added here, as a deployment adding tool tokens would)."""
+    hf, fast = fresh_pair
+    fast.add_special_tokens({"additional_special_tokens": ["<tool>", "<tool>_call"]})
+    fast.encode("rebuild")
+    assert fast.tokbackend.splitter is not None
+    tokens = {str(token): token_id for token_id, token in hf.added_tokens_decoder.items()}
+    exact = find_mismatch(turn_by_turn(hf.encode), turn_by_turn(fast.encode), conversations(_added(hf), []), "exact", _ci())
+    assert exact is None, exact.report()
+    fast.tokbackend.splitter = defect(tokens)
+    strategy = conversations(_added(hf), [])
+    assert find_mismatch(turn_by_turn(hf.encode), turn_by_turn(fast.encode), strategy, "planted", _ci()) is not None
+
+
+def _ci():
+    return settings.get_profile("ci")
+
+
+def test_the_guard_applies_per_segment(cached_pair):
+    hf, fast = cached_pair
+    code_point = max(fast.tokbackend.guard.code_points)
+    text = f"<|im_start|>user\nplain<|im_end|>\n<|im_start|>user\nx{chr(code_point)}'s<|im_end|>\n"
+    before = fast.tokbackend.stats()["fallbacks"].get("unicode_guard", 0)
+    assert fast.encode(text) == hf.encode(text)
+    assert fast.tokbackend.stats()["fallbacks"]["unicode_guard"] == before + 1
+
+
+def test_the_cache_is_bounded_and_evicts(hf_tokenizer):
+    fast = tokbackend.accelerate(hf_tokenizer, "fastokens", segment_cache_mib=1)
+    for index in range(400):
+        text = f"<|im_start|>user\nmessage {index} " + "lorem ipsum " * 60 + "<|im_end|>\n"
+        assert fast.encode(text) == hf_tokenizer.encode(text)
+    stats = fast.tokbackend.stats()["segment_cache"]
+    assert stats["evictions"] > 0 and stats["bytes"] <= 1 << 20
+
+
+def test_the_switch_turns_it_off(hf_tokenizer):
+    fast = tokbackend.accelerate(hf_tokenizer, "fastokens", segment_cache_mib=None)
+    assert fast.tokbackend.stats()["segment_cache"] == {"enabled": False}
+    assert fast.encode("<|im_start|>x") == hf_tokenizer.encode("<|im_start|>x")
+
+
+def test_a_tokenizer_whose_split_is_not_reproduced_does_not_use_it(fresh_pair):
+    hf, fast = fresh_pair
+    fast.add_tokens(["<my_tool>"])  # transformers adds non-special tokens as normalized
+    text = "call <my_tool> now"
+    reference = tokbackend.load_hf("qwen3")
+    reference.add_tokens(["<my_tool>"])
+    assert fast.encode(text) == reference.encode(text)
+    stats = fast.tokbackend.stats()["segment_cache"]
+    assert not stats["enabled"] and "normalization" in stats["unsupported"]
+
+
+def test_copies_share_it_and_pickles_start_empty(cached_pair):
+    hf, fast = cached_pair
+    text = "<|im_start|>user\nshared between copies<|im_end|>\n"
+    fast.encode(text)
+    clone = copy.deepcopy(fast)
+    assert clone.tokbackend.segment_cache is fast.tokbackend.segment_cache
+    hits = fast.tokbackend.stats()["segment_cache"]["hits"]
+    assert clone.encode(text) == hf.encode(text)
+    assert fast.tokbackend.stats()["segment_cache"]["hits"] > hits
+    restored = pickle.loads(pickle.dumps(fast))
+    assert restored.tokbackend.stats()["segment_cache"]["entries"] == 0
+    assert restored.encode(text) == hf.encode(text)
+
+
+def test_eight_threads_on_shared_pieces_stay_exact(cached_pair):
+    hf, fast = cached_pair
+    texts = [f"<|im_start|>system\nshared<|im_end|>\n<|im_start|>user\n{index % 7} 毕 don't<|im_end|>\n" for index in range(64)]
+    expected = [hf.encode(text) for text in texts]
+    failures, finished = [], []
+
+    def work(offset):
+        for index in range(64):
+            position = (index + offset) % 64
+            if fast.encode(texts[position]) != expected[position]:
+                failures.append(position)
+        finished.append(offset)
+
+    threads = [threading.Thread(target=work, args=(offset,)) for offset in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert len(finished) == 8 and failures == []
