@@ -1,0 +1,80 @@
+"""vLLM's completions encode of one 32k-token prompt, stock (`--tokenizer-mode hf`) against
+tokbackend's modes, through vLLM's own renderer: its kwargs (`truncation=True,
+max_length=max_model_len + 1`) and its tokenizer thread pool. Run in the vLLM venv (see
+.ci/run's vLLM stage):
+
+  pip install faker  # the prompt corpus
+  VLLM_TARGET_DEVICE=cpu python bench/vllm_encode.py [--prompts 9] [--modes hf gigatoken tokbackend-auto]
+
+Prints a Markdown table (median ms per prompt, ratio to stock in the same run, ids identical).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests" / "vllm"))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--prompts", type=int, default=9)
+    parser.add_argument("--modes", nargs="+", default=["hf", "gigatoken", "tokbackend-fastokens", "tokbackend-auto"])
+    arguments = parser.parse_args()
+
+    import shutil
+
+    from conftest import QWEN3_CONFIG, vllm_config
+    from vllm.plugins import load_general_plugins
+    from vllm.renderers import renderer_from_config
+
+    import tokbackend
+    from equivalence.corpus import prompt_text
+
+    load_general_plugins()
+    directory = Path(tempfile.mkdtemp())
+    source = tokbackend.load_hf("qwen3.6").name_or_path
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(os.path.join(source, name), directory / name)
+    (directory / "config.json").write_text(json.dumps(QWEN3_CONFIG))
+    prompts = [prompt_text(40_000_000 + index, 130_000) for index in range(arguments.prompts)]
+    rows, reference = {}, None
+    for mode in arguments.modes:
+        renderer = renderer_from_config(vllm_config(str(directory), mode, max_model_len=65536))
+        tokenizer, kwargs = renderer.get_tokenizer(), renderer.default_cmpl_tok_params.get_encode_kwargs()
+        tokenizer(prompts[0][:1000], **kwargs)
+        times, ids = [], []
+        for prompt in prompts:
+            started = time.perf_counter()
+            ids.append(tokenizer(prompt, **kwargs)["input_ids"])
+            times.append(time.perf_counter() - started)
+        reference = reference or ids
+        stats = tokenizer.tokbackend.stats() if hasattr(tokenizer, "tokbackend") else {}
+        rows[mode] = {
+            "ms": statistics.median(times) * 1e3,
+            "identical": ids == reference,
+            "tokens": statistics.median(len(sequence) for sequence in ids),
+            "fallbacks": stats.get("fallbacks", {}),
+        }
+    stock = rows[arguments.modes[0]]["ms"]
+    print(f"{datetime.date.today()}, {os.cpu_count()} cores, kwargs {kwargs}")
+    print("| --tokenizer-mode | one ~32k-token prompt, ms (median) | speed-up vs stock | ids identical | fallbacks |")
+    print("|---|---:|---:|---|---|")
+    for mode, row in rows.items():
+        print(f"| {mode} | {row['ms']:.2f} | {stock / row['ms']:.1f}x | {row['identical']} | {row['fallbacks'] or '-'} |")
+
+
+if __name__ == "__main__":
+    main()

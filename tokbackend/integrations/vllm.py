@@ -1,0 +1,98 @@
+"""vLLM plugin: `--tokenizer-mode gigatoken` (or `tokbackend-NAME`) on a stock vLLM server.
+
+Registered under vLLM's entry-point group `vllm.general_plugins`, which vLLM loads in every
+process it starts (the API servers, also the spawned ones of `--api-server-count` > 1, the engine
+core before its StructuredOutputManager, the workers). `register()` adds, for each of our flag
+values (`integrations.common.flag_values()`):
+
+- a tokenizer mode (`TokenizerRegistry.register`): vLLM's own HF loading (`CachedHfTokenizer`,
+  which adds the cached properties vLLM reads, such as `max_token_id`), then
+  `tokbackend.accelerate()` under the servers' start-up contract: one log line per process, no
+  silent downgrade, `TOKBACKEND_ALLOW_HF_FALLBACK=1` to serve with HuggingFace instead;
+- the HF renderer for that mode (vLLM looks the renderer up by the tokenizer mode).
+
+vLLM's `--tokenizer-mode` accepts any string and fails only when the tokenizer is loaded; a
+near-miss of one of our values (`gigatokn`) fails there with the values we register. vLLM's own
+`VLLM_USE_FASTOKENS` (fastokens' process-global patch) is a different thing from
+`--tokenizer-mode tokbackend-fastokens` and should not be combined with it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import logging
+
+from tokbackend.integrations.common import accelerate_for_server, flag_values
+
+logger = logging.getLogger("tokbackend")
+
+RENDERER = ("vllm.renderers.hf", "HfRenderer")
+_CLASS_PREFIX = "TokbackendTokenizer_"
+
+
+def register() -> None:
+    """Entry point for `vllm.general_plugins`: a tokenizer mode and its renderer per flag value."""
+    from vllm.renderers.registry import RENDERER_REGISTRY
+    from vllm.tokenizers.registry import TokenizerRegistry
+
+    for mode in flag_values():
+        if TokenizerRegistry.tokenizers.get(mode) != (__name__, class_name(mode)):
+            TokenizerRegistry.register(mode, __name__, class_name(mode))
+        if mode not in RENDERER_REGISTRY.renderers:
+            RENDERER_REGISTRY.register(mode, *RENDERER)
+    _explain_near_misses(TokenizerRegistry)
+
+
+def class_name(mode: str) -> str:
+    """The attribute of this module vLLM resolves for `mode` (see `__getattr__`)."""
+    return _CLASS_PREFIX + mode.replace("-", "_")
+
+
+def __getattr__(name: str):
+    # vLLM resolves "tokbackend.integrations.vllm.<class name>" in each process; the classes
+    # are made on demand, one per flag value, so a backend registered later gets one too.
+    if name.startswith(_CLASS_PREFIX):
+        for mode in flag_values():
+            if class_name(mode) == name:
+                return _tokenizer_class(mode)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+@functools.cache
+def _tokenizer_class(mode: str) -> type:
+    class TokbackendTokenizer:
+        """What `--tokenizer-mode {mode}` loads: vLLM's HF tokenizer, accelerated."""
+
+        @classmethod
+        def from_pretrained(cls, path_or_repo_id, *args, **kwargs):
+            from vllm.tokenizers.hf import CachedHfTokenizer
+
+            tokenizer = CachedHfTokenizer.from_pretrained(path_or_repo_id, *args, **kwargs)
+            return accelerate_for_server(tokenizer, str(path_or_repo_id), f"--tokenizer-mode {mode}", "vLLM")
+
+    TokbackendTokenizer.__name__ = TokbackendTokenizer.__qualname__ = class_name(mode)
+    return TokbackendTokenizer
+
+
+def _explain_near_misses(registry) -> None:
+    """Make `--tokenizer-mode gigatokn` fail with the modes tokbackend adds, not only vLLM's
+    "No tokenizer registered" (vLLM's parser accepts any string)."""
+    if getattr(registry.load_tokenizer_cls, "_tokbackend", False):
+        return
+    original = registry.load_tokenizer_cls
+
+    def load_tokenizer_cls(tokenizer_mode: str):
+        try:
+            return original(tokenizer_mode)
+        except ValueError as error:
+            close = difflib.get_close_matches(tokenizer_mode, flag_values(), n=3, cutoff=0.6)
+            if not close:
+                raise
+            raise ValueError(
+                f"{error} Did you mean {' or '.join(repr(mode) for mode in close)}? tokbackend registers "
+                f"--tokenizer-mode {', '.join(flag_values())}."
+            ) from error
+
+    load_tokenizer_cls._tokbackend = True
+    registry.load_tokenizer_cls = load_tokenizer_cls
