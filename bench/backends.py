@@ -5,6 +5,7 @@ Usage:
   python bench/backends.py speed [--prompts 12]        # the table (ratios vs the best raw call)
   python bench/backends.py scaling [--threads 1 2 4 8 16]
   python bench/backends.py stalls [--prompts 3000]     # event-loop lag p50/p99/max per backend
+  python bench/backends.py agents                      # growing agent conversations, segment cache
 Prints Markdown for bench/RESULTS.md and writes bench/backends-<mode>.json.
 Prompts are unseen: a fresh seed per prompt, ~130k characters (~32k Qwen3.6 tokens).
 """
@@ -69,6 +70,8 @@ def competitors() -> dict[str, tuple[Callable[[str], list[int]], Callable[[list[
     for backend in ("gigatoken", "fastokens", "auto"):
         accelerated = tokbackend.accelerate(hf, backend)
         found[f"tokbackend {backend}"] = (accelerated.encode, lambda texts, a=accelerated: a(texts)["input_ids"])
+    uncached = tokbackend.accelerate(hf, "fastokens", segment_cache_mib=None)
+    found["tokbackend fastokens, segment cache off"] = (uncached.encode, lambda texts: uncached(texts)["input_ids"])
     return found
 
 
@@ -130,7 +133,8 @@ def scaling_child() -> None:
 def scaling(threads: list[int]) -> dict:
     rows: dict[int, dict[str, float]] = {}
     for count in threads:
-        environment = {**os.environ, "RAYON_NUM_THREADS": str(count)}
+        # gigatoken's pool is rayon's; fastokens has rayon's and its own BPE workers
+        environment = {**os.environ, "RAYON_NUM_THREADS": str(count), "FASTOKENS_BPE_THREADS": str(count)}
         completed = subprocess.run(
             [sys.executable, __file__, "scaling-child"], env=environment, capture_output=True, text=True, check=True
         )
@@ -147,13 +151,17 @@ def scaling(threads: list[int]) -> dict:
     return {"rows": rows, "markdown": "\n".join(lines)}
 
 
-def _lags_while_encoding(accelerated, prompts: int, workers: int) -> list[float]:
-    """Sorted wake-up delays of a 5 ms asyncio ticker while `workers` threads encode the stream."""
-    import concurrent.futures
-
+def _prompt(index: int) -> str:
     from equivalence.corpus import prompt_text
 
-    stream = iter(range(prompts))
+    return prompt_text(30_000_000 + index, PROMPT_CHARS)
+
+
+def _lags_while_encoding(accelerated, texts: list[str], workers: int) -> list[float]:
+    """Sorted wake-up delays of a 5 ms asyncio ticker while `workers` threads encode `texts`."""
+    import concurrent.futures
+
+    stream = iter(texts)
     lock = threading.Lock()
     done = threading.Event()
     lags: list[float] = []
@@ -161,10 +169,10 @@ def _lags_while_encoding(accelerated, prompts: int, workers: int) -> list[float]
     def worker():
         while True:
             with lock:
-                index = next(stream, None)
-            if index is None:
+                text = next(stream, None)
+            if text is None:
                 return
-            accelerated.encode(prompt_text(30_000_000 + index, PROMPT_CHARS))
+            accelerated.encode(text)
 
     async def ticker():
         while not done.is_set():
@@ -188,16 +196,21 @@ def stalls(prompts: int, workers: int = 4) -> dict:
     """Event-loop lag while a thread pool encodes `prompts` distinct prompts through tokbackend:
     a loop that wants to wake every 5 ms records how late it wakes (the host's other Python work
     waits that long)."""
+    import multiprocessing
+
     import tokbackend
 
+    # Prompts are made beforehand, in other processes, so that the threads only encode.
+    with multiprocessing.get_context("spawn").Pool(min(16, os.cpu_count() or 1)) as pool:
+        texts = pool.map(_prompt, range(prompts), chunksize=16)
     hf = tokbackend.load_hf(MODEL)
     results = {}
-    for backend in ("gigatoken", "fastokens"):
-        accelerated = tokbackend.accelerate(hf, backend)
+    for backend, budget in (("gigatoken", 256), ("gigatoken", 32), ("fastokens", None)):
+        accelerated = tokbackend.accelerate(hf, backend, cache_budget_mib=budget, segment_cache_mib=None)
         started = time.perf_counter()
-        lags = _lags_while_encoding(accelerated, prompts, workers)
+        lags = _lags_while_encoding(accelerated, texts, workers)
         stats = accelerated.tokbackend.stats()
-        results[backend] = {
+        results[backend if budget in (None, 256) else f"{backend}, cache budget {budget} MiB"] = {
             "seconds": time.perf_counter() - started,
             "lag_p50_ms": lags[len(lags) // 2] * 1e3,
             "lag_p99_ms": lags[int(len(lags) * 0.99)] * 1e3,
@@ -217,9 +230,99 @@ def stalls(prompts: int, workers: int = 4) -> dict:
     return {"results": results, "markdown": "\n".join(lines)}
 
 
+SYSTEM_CHARS = 16_000  # ~4k tokens of instructions and tool schemas, shared by every agent
+MESSAGE_CHARS = 4_500  # ~1.1k tokens per message; 10 turns of two messages reach ~26k tokens
+
+
+def conversation_turns(agent: int, turns: int) -> list[str]:
+    """The ChatML text an agent sends at each turn: the shared system prompt, then every earlier
+    user and assistant message, then the new user message."""
+    from equivalence.corpus import prompt_text
+
+    system = prompt_text(1, SYSTEM_CHARS, "code")
+    text = f"<|im_start|>system\n{system}<|im_end|>\n"
+    sent = []
+    for turn in range(turns):
+        user = prompt_text(50_000_000 + agent * 1000 + 2 * turn, MESSAGE_CHARS)
+        text += f"<|im_start|>user\n{user}<|im_end|>\n<|im_start|>assistant\n"
+        sent.append(text)
+        answer = prompt_text(50_000_000 + agent * 1000 + 2 * turn + 1, MESSAGE_CHARS, "code")
+        text += f"<think>\nplan {turn}\n</think>\n\n<tool_call>\n{answer}\n</tool_call><|im_end|>\n"
+    return sent
+
+
+def agents(conversations: int = 4, turns: int = 10) -> dict:
+    """Per-request medians on growing conversations (each agent's turns in order, agents
+    interleaved), and a fresh replica's first burst of 40 agents sharing the system prompt."""
+    import fastokens
+
+    import tokbackend
+
+    hf = tokbackend.load_hf(MODEL)
+    tokenizer_json = hf.backend_tokenizer.to_str()
+    requests = [text for turn in zip(*(conversation_turns(agent, turns) for agent in range(conversations))) for text in turn]
+    first_turns = [conversation_turns(100 + agent, 1)[0] for agent in range(BURST)]
+
+    def fastokens_encoder(segment_cache: bool):
+        tokenizer = fastokens.Tokenizer.from_json_str(tokenizer_json)
+        if segment_cache:
+            tokenizer.enable_segment_cache(256 << 20)
+        return (lambda text: tokenizer.encode(text).ids, lambda texts: [e.ids for e in tokenizer.encode_batch(texts)])
+
+    def giga_encoder():
+        import gigatoken
+
+        rust = gigatoken.Tokenizer.from_json(tokenizer_json).backend
+        return (lambda text: rust.encode_batch_list([text], parallel=False)[0], rust.encode_batch_list)
+
+    def ours(backend: str, cache: bool):
+        def build():
+            fast = tokbackend.accelerate(hf, backend, segment_cache_mib=64 if cache else None)
+            return (fast.encode, lambda texts: fast(texts)["input_ids"])
+
+        return build
+
+    builders = {
+        "HF": lambda: (hf.encode, lambda texts: hf(texts)["input_ids"]),
+        "raw gigatoken": giga_encoder,
+        "raw fastokens": lambda: fastokens_encoder(False),
+        "fastokens + its segment cache": lambda: fastokens_encoder(True),
+        "tokbackend fastokens, no segment cache": ours("fastokens", False),
+        "tokbackend gigatoken": ours("gigatoken", True),
+        "tokbackend fastokens": ours("fastokens", True),
+        "tokbackend auto": ours("auto", True),
+    }
+    expected = [hf.encode(text) for text in requests]
+    expected_burst = hf(first_turns)["input_ids"]
+    table = {}
+    for name, build in builders.items():
+        one, many = build()  # a fresh tokenizer: nothing cached yet
+        started = time.perf_counter()
+        burst = many(first_turns)
+        burst_ms = (time.perf_counter() - started) * 1e3
+        times, exact = [], burst == expected_burst
+        for text, ids in zip(requests, expected):
+            started = time.perf_counter()
+            result = one(text)
+            times.append(time.perf_counter() - started)
+            exact = exact and result == ids
+        table[name] = {"request_ms": statistics.median(times) * 1e3, "burst_ms": burst_ms, "exact": exact}
+    base = table["HF"]["request_ms"]
+    lines = [
+        f"| encoder | per-request median ms ({conversations} agents x {turns} turns, to ~26k tokens) | vs HF | "
+        f"first burst of {BURST} agents ms | ids identical |",
+        "|---|---:|---:|---:|---|",
+        *(
+            f"| {name} | {row['request_ms']:.2f} | {base / row['request_ms']:.0f}x | {row['burst_ms']:.1f} | {row['exact']} |"
+            for name, row in table.items()
+        ),
+    ]
+    return {"table": table, "markdown": "\n".join(lines)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("mode", choices=["speed", "scaling", "stalls", "scaling-child"])
+    parser.add_argument("mode", choices=["speed", "scaling", "stalls", "agents", "scaling-child"])
     parser.add_argument("--prompts", type=int, default=None)
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2, 4, 8, 16])
     arguments = parser.parse_args()
@@ -230,6 +333,8 @@ def main() -> None:
         result = speed(arguments.prompts or 12)
     elif arguments.mode == "scaling":
         result = scaling(arguments.threads)
+    elif arguments.mode == "agents":
+        result = agents()
     else:
         result = stalls(arguments.prompts or 3000)
     machine = platform.processor() or platform.machine()

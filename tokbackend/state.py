@@ -329,13 +329,15 @@ class AccelerationState:
         splitter, cache = self.splitter, self.segment_cache
         split = [splitter.split(text) for text in texts]
         found: dict[str, list[int]] = {}
+        missing: dict[str, None] = {}
         for parts in split:
             for part in parts:
-                if type(part) is str and part not in found:
+                if type(part) is str and part not in found and part not in missing:
                     ids = cache.get(part)
-                    if ids is not None:
+                    if ids is None:
+                        missing[part] = None
+                    else:
                         found[part] = ids
-        missing = list({part: None for parts in split for part in parts if type(part) is str and part not in found})
         guarded: set[str] = set()
         if missing:
             lane = self.routing.single if len(missing) == 1 else self.routing.batch
@@ -358,9 +360,9 @@ class AccelerationState:
                 if type(part) is int:
                     ids.append(part)
                 else:
-                    ids.extend(found[part])
+                    ids += found[part]
             results.append(ids)
-        via_hf = sum(1 for parts in split if guarded and any(type(part) is str and part in guarded for part in parts))
+        via_hf = sum(1 for parts in split if any(part in guarded for part in parts if type(part) is str)) if guarded else 0
         if via_hf:
             self.record_fallback(FallbackReason.UNICODE_GUARD, texts=via_hf)
         if len(texts) > via_hf:
