@@ -6,6 +6,7 @@ Usage:
   python bench/backends.py scaling [--threads 1 2 4 8 16]
   python bench/backends.py stalls [--prompts 3000]     # event-loop lag p50/p99/max per backend
   python bench/backends.py agents                      # growing agent conversations, segment cache
+  python -c "from bench.backends import chart; ..."     # bench/backends.png from the JSON files
 Prints Markdown for bench/RESULTS.md and writes bench/backends-<mode>.json.
 Prompts are unseen: a fresh seed per prompt, ~130k characters (~32k Qwen3.6 tokens).
 """
@@ -44,66 +45,94 @@ def unseen(count: int) -> list[str]:
     return texts
 
 
-def competitors() -> dict[str, tuple[Callable[[str], list[int]], Callable[[list[str]], list[list[int]]]]]:
-    """name -> (one-text encode, burst encode), each returning Python lists of ids."""
-    import fastokens
-    import gigatoken
+COMPETITORS = (
+    "HF",
+    "raw gigatoken",
+    "raw fastokens (.ids)",
+    "raw fastokens (flat)",
+    "tokbackend gigatoken",
+    "tokbackend fastokens",
+    "tokbackend auto",
+    "tokbackend fastokens, segment cache on",
+)
 
+
+def competitor(name: str) -> tuple[Callable[[str], list[int]], Callable[[list[str]], list[list[int]]]]:
+    """(one-text encode, burst encode) of competitor `name`, each returning Python lists of ids.
+    Each is measured in a process of its own: libraries with thread pools of their own would
+    otherwise compete for the cores while another competitor is timed."""
     import tokbackend
 
     hf = tokbackend.load_hf(MODEL)
     tokenizer_json = hf.backend_tokenizer.to_str()
-    giga = gigatoken.Tokenizer.from_json(tokenizer_json).backend
-    fast = fastokens.Tokenizer.from_json_str(tokenizer_json)
+    if name == "HF":
+        return hf.encode, lambda texts: hf(texts)["input_ids"]
+    if name == "raw gigatoken":
+        import gigatoken
 
-    def fast_flat(texts):
-        ids, offsets = fast.encode_batch_flat(texts)
-        ids, offsets = array.array("I", ids), array.array("Q", offsets)
-        return [ids[offsets[index] : offsets[index + 1]].tolist() for index in range(len(texts))]
+        giga = gigatoken.Tokenizer.from_json(tokenizer_json).backend
+        return lambda text: giga.encode_batch_list([text], parallel=False)[0], giga.encode_batch_list
+    if name.startswith("raw fastokens"):
+        import fastokens
 
-    found = {
-        "HF": (hf.encode, lambda texts: hf(texts)["input_ids"]),
-        "raw gigatoken": (lambda text: giga.encode_batch_list([text], parallel=False)[0], giga.encode_batch_list),
-        "raw fastokens (.ids)": (lambda text: fast.encode(text).ids, lambda texts: [e.ids for e in fast.encode_batch(texts)]),
-        "raw fastokens (flat)": (lambda text: fast_flat([text])[0], fast_flat),
-    }
-    for backend in ("gigatoken", "fastokens", "auto"):
-        accelerated = tokbackend.accelerate(hf, backend)
-        found[f"tokbackend {backend}"] = (accelerated.encode, lambda texts, a=accelerated: a(texts)["input_ids"])
-    uncached = tokbackend.accelerate(hf, "fastokens", segment_cache_mib=None)
-    found["tokbackend fastokens, segment cache off"] = (uncached.encode, lambda texts: uncached(texts)["input_ids"])
-    return found
+        fast = fastokens.Tokenizer.from_json_str(tokenizer_json)
+        if name.endswith("(.ids)"):
+            return lambda text: fast.encode(text).ids, lambda texts: [e.ids for e in fast.encode_batch(texts)]
+
+        def flat(texts):
+            ids, offsets = fast.encode_batch_flat(texts)
+            ids, offsets = array.array("I", ids), array.array("Q", offsets)
+            return [ids[offsets[index] : offsets[index + 1]].tolist() for index in range(len(texts))]
+
+        return lambda text: flat([text])[0], flat
+    backend = name.split()[1].rstrip(",")
+    cache = {"segment_cache_mib": 64} if name.endswith("segment cache on") else {}
+    accelerated = tokbackend.accelerate(hf, backend, **cache)
+    return accelerated.encode, lambda texts: accelerated(texts)["input_ids"]
+
+
+def _child(mode: str, name: str, prompts: int) -> None:
+    """Runs in a child process: times `name`, prints one RESULT line."""
+    one, many = competitor(name)
+    many(unseen(4))  # warm, on text not measured
+    _seed[0] = 20_000_000
+    single = []
+    for text in unseen(3 if name == "HF" else prompts):
+        started = time.perf_counter()
+        one(text)
+        single.append(time.perf_counter() - started)
+    bursts = []
+    for _ in range(2 if mode == "scaling" else 3):
+        texts = unseen(BURST)
+        started = time.perf_counter()
+        many(texts)
+        bursts.append(time.perf_counter() - started)
+    summary = min if mode == "scaling" else statistics.median
+    print("RESULT " + json.dumps({"single_ms": statistics.median(single) * 1e3, "burst_ms": summary(bursts) * 1e3}))
+
+
+def _in_child(mode: str, name: str, prompts: int, environment: dict | None = None) -> dict[str, float]:
+    completed = subprocess.run(
+        [sys.executable, __file__, "child", "--child-mode", mode, "--competitor", name, "--prompts", str(prompts)],
+        env={**os.environ, **(environment or {})},
+        capture_output=True,
+        text=True,
+    )
+    lines = [line for line in completed.stdout.splitlines() if line.startswith("RESULT ")]
+    if completed.returncode != 0 or not lines:
+        raise RuntimeError(f"{name}: {completed.stderr[-2000:]}")
+    return json.loads(lines[0].removeprefix("RESULT "))
 
 
 def speed(prompts: int) -> dict:
-    encoders = competitors()
-    single = {name: [] for name in encoders}
-    burst = {name: [] for name in encoders}
-    for round_ in range(prompts):
-        text = unseen(1)[0]
-        for name, (one, _) in encoders.items():
-            if name == "HF" and round_ >= 3:
-                continue
-            started = time.perf_counter()
-            one(text)
-            single[name].append(time.perf_counter() - started)
-    for _ in range(3):
-        texts = unseen(BURST)
-        for name, (_, many) in encoders.items():
-            started = time.perf_counter()
-            many(texts)
-            burst[name].append(time.perf_counter() - started)
-    table = {
-        name: {"single_ms": statistics.median(single[name]) * 1e3, "burst_ms": statistics.median(burst[name]) * 1e3}
-        for name in encoders
-    }
+    table = {name: _in_child("speed", name, prompts) for name in COMPETITORS}
     best_single = min(row["single_ms"] for name, row in table.items() if name.startswith("raw"))
     best_burst = min(row["burst_ms"] for name, row in table.items() if name.startswith("raw"))
     for row in table.values():
         row["single_vs_best_raw"] = row["single_ms"] / best_single
         row["burst_vs_best_raw"] = row["burst_ms"] / best_burst
     lines = [
-        "| encoder | one 32k prompt ms | vs best raw | burst of 40 ms | vs best raw |",
+        "| encoder (each in its own process) | one 32k prompt ms | vs best raw | burst of 40 ms | vs best raw |",
         "|---|---:|---:|---:|---:|",
         *(
             f"| {name} | {row['single_ms']:.2f} | {row['single_vs_best_raw']:.2f}x | "
@@ -114,38 +143,21 @@ def speed(prompts: int) -> dict:
     return {"table": table, "markdown": "\n".join(lines)}
 
 
-def scaling_child() -> None:
-    encoders = competitors()
-    result = {}
-    for name, (_, many) in encoders.items():
-        if name == "HF":
-            continue
-        runs = []
-        for _ in range(2):
-            texts = unseen(BURST)
-            started = time.perf_counter()
-            many(texts)
-            runs.append(time.perf_counter() - started)
-        result[name] = min(runs) * 1e3
-    print("RESULT " + json.dumps(result))
+SCALING_COMPETITORS = ("raw gigatoken", "raw fastokens (.ids)", "tokbackend gigatoken", "tokbackend fastokens")
 
 
 def scaling(threads: list[int]) -> dict:
+    """The burst with each library's thread pools limited to 1..16 threads (one process each)."""
     rows: dict[int, dict[str, float]] = {}
     for count in threads:
         # gigatoken's pool is rayon's; fastokens has rayon's and its own BPE workers
-        environment = {**os.environ, "RAYON_NUM_THREADS": str(count), "FASTOKENS_BPE_THREADS": str(count)}
-        completed = subprocess.run(
-            [sys.executable, __file__, "scaling-child"], env=environment, capture_output=True, text=True, check=True
-        )
-        line = next(line for line in completed.stdout.splitlines() if line.startswith("RESULT "))
-        rows[count] = json.loads(line.removeprefix("RESULT "))
-    names = list(rows[threads[0]])
+        limits = {"RAYON_NUM_THREADS": str(count), "FASTOKENS_BPE_THREADS": str(count)}
+        rows[count] = {name: _in_child("scaling", name, 2, limits)["burst_ms"] for name in SCALING_COMPETITORS}
     lines = [
         "| burst of 40, ms | " + " | ".join(f"{count} threads" for count in threads) + f" | {threads[0]}->{threads[-1]} |",
         "|---|" + "---:|" * (len(threads) + 1),
     ]
-    for name in names:
+    for name in SCALING_COMPETITORS:
         cells = [f"{rows[count][name]:.0f}" for count in threads]
         lines.append(f"| {name} | " + " | ".join(cells) + f" | {rows[threads[0]][name] / rows[threads[-1]][name]:.1f}x |")
     return {"rows": rows, "markdown": "\n".join(lines)}
@@ -320,14 +332,45 @@ def agents(conversations: int = 4, turns: int = 10) -> dict:
     return {"table": table, "markdown": "\n".join(lines)}
 
 
+def chart(speed_json: Path, agents_json: Path | None, output: Path) -> None:
+    """One chart of every encoder: one 32k prompt, a burst of 40 and (when given) the agent
+    workload, each as the speed-up over HF measured in the same run (log scale)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    speed = json.loads(speed_json.read_text())
+    panels = [
+        ("one 32k-token prompt", {name: row["single_ms"] for name, row in speed["table"].items()}),
+        ("burst of 40 x 32k", {name: row["burst_ms"] for name, row in speed["table"].items()}),
+    ]
+    if agents_json is not None:
+        agents_table = json.loads(agents_json.read_text())["table"]
+        panels.append(("agent turn (segments repeat)", {name: row["request_ms"] for name, row in agents_table.items()}))
+    figure, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 5), sharey=False)
+    for axis, (title, milliseconds) in zip(axes, panels):
+        names = [name for name in milliseconds if name != "HF"]
+        axis.barh(names, [milliseconds["HF"] / milliseconds[name] for name in names], color="#4477aa")
+        axis.set_xscale("log")
+        axis.set_title(title)
+        axis.set_xlabel("speed-up over HF (same run)")
+        axis.invert_yaxis()
+    figure.suptitle(speed["host"])
+    figure.tight_layout()
+    figure.savefig(output, dpi=110)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("mode", choices=["speed", "scaling", "stalls", "agents", "scaling-child"])
+    parser.add_argument("mode", choices=["speed", "scaling", "stalls", "agents", "child"])
     parser.add_argument("--prompts", type=int, default=None)
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2, 4, 8, 16])
+    parser.add_argument("--child-mode", help=argparse.SUPPRESS)
+    parser.add_argument("--competitor", help=argparse.SUPPRESS)
     arguments = parser.parse_args()
-    if arguments.mode == "scaling-child":
-        scaling_child()
+    if arguments.mode == "child":
+        _child(arguments.child_mode, arguments.competitor, arguments.prompts)
         return
     if arguments.mode == "speed":
         result = speed(arguments.prompts or 12)

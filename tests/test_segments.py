@@ -25,7 +25,7 @@ def _guarded(fast) -> list[int]:
 
 
 def _cached(hf, backend):
-    fast = tokbackend.accelerate(hf, backend)
+    fast = tokbackend.accelerate(hf, backend, segment_cache_mib=64)
     assert fast.tokbackend.stats()["segment_cache"]["enabled"]
     return fast
 
@@ -82,7 +82,8 @@ def test_the_harness_finds_a_planted_split_defect(fresh_pair, defect):
     """The harness's conversations catch a splitter that cuts one character off, and one that
     prefers the shorter of two added tokens starting at one position (tokens that overlap so
     added here, as a deployment adding tool tokens would)."""
-    hf, fast = fresh_pair
+    hf, _ = fresh_pair
+    fast = tokbackend.accelerate(hf, "gigatoken", segment_cache_mib=64)
     fast.add_special_tokens({"additional_special_tokens": ["<tool>", "<tool>_call"]})
     fast.encode("rebuild")
     assert fast.tokbackend.splitter is not None
@@ -116,14 +117,16 @@ def test_the_cache_is_bounded_and_evicts(hf_tokenizer):
     assert stats["evictions"] > 0 and stats["bytes"] <= 1 << 20
 
 
-def test_the_switch_turns_it_off(hf_tokenizer):
-    fast = tokbackend.accelerate(hf_tokenizer, "fastokens", segment_cache_mib=None)
+def test_it_is_off_unless_turned_on(hf_tokenizer):
+    fast = tokbackend.accelerate(hf_tokenizer, "fastokens")
     assert fast.tokbackend.stats()["segment_cache"] == {"enabled": False}
+    assert fast.tokbackend.segment_cache is None
     assert fast.encode("<|im_start|>x") == hf_tokenizer.encode("<|im_start|>x")
 
 
 def test_a_tokenizer_whose_split_is_not_reproduced_does_not_use_it(fresh_pair):
-    hf, fast = fresh_pair
+    hf, _ = fresh_pair
+    fast = tokbackend.accelerate(hf, "gigatoken", segment_cache_mib=64)
     fast.add_tokens(["<my_tool>"])  # transformers adds non-special tokens as normalized
     text = "call <my_tool> now"
     reference = tokbackend.load_hf("qwen3")
