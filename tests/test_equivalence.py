@@ -284,7 +284,9 @@ def test_verify_exits_1_on_a_guard_missing_any_one_class(guard_class, monkeypatc
     monkeypatch.setenv(BAKED_RECORDS_ENV, str(tmp_path))
     sample = members[:: max(1, len(members) // 6)][:6]
     code_points = ",".join(f"U+{code_point:04X}" for code_point in sample + [0x4E00, 0x0416])
-    exit_code = cli.main(["verify", "qwen3.6", "--only", "scan", "--code-points", code_points, "--no-progress"])
+    exit_code = cli.main(
+        ["verify", "qwen3.6", "--backend", "gigatoken", "--only", "scan", "--code-points", code_points, "--no-progress"]
+    )
     output = capsys.readouterr().out
     assert exit_code == EXIT_MISMATCH, output[-3000:]
     assert "counterexample:" in output
@@ -309,7 +311,9 @@ def test_verify_exits_3_when_a_grammar_engine_sees_another_vocabulary(monkeypatc
 def test_full_verify_on_qwen36_with_scan_and_grammar_gate(tmp_path):
     """The whole gate as a user runs it (every code point, grammar gate), with fewer examples."""
     report_path = tmp_path / "report.json"
-    exit_code = cli.main(["verify", "qwen3.6", "--profile", "dev", "--no-progress", "--json", str(report_path)])
+    exit_code = cli.main(
+        ["verify", "qwen3.6", "--backend", "gigatoken", "--profile", "dev", "--no-progress", "--json", str(report_path)]
+    )
     report = json.loads(report_path.read_text())
     assert exit_code == EXIT_OK, [step for step in report["steps"] if step["status"] != "ok"]
     steps = {step["name"]: step for step in report["steps"]}
@@ -322,7 +326,7 @@ def test_verify_exits_2_with_the_cause_on_a_tokenizer_the_backend_cannot_load(tm
     hf = tokbackend.load_hf("qwen3.6")  # a TokenizersBackend: reloads its tokenizer.json as saved
     hf.backend_tokenizer.normalizer = normalizers.Sequence([normalizers.NFC(), normalizers.Lowercase()])
     hf.save_pretrained(tmp_path)
-    completed = _run_cli("verify", str(tmp_path), "--quick")
+    completed = _run_cli("verify", str(tmp_path), "--backend", "gigatoken", "--quick")
     assert completed.returncode == EXIT_UNAVAILABLE
     assert "Lowercase" in completed.stdout
     assert "cannot serve" in completed.stdout

@@ -74,7 +74,7 @@ class ShortestFirst(AddedTokenSplitter):
         super().__init__(tokens)
         import re
 
-        self._pattern = re.compile("|".join(map(re.escape, sorted(tokens, key=len))))
+        self._pattern = re.compile("(" + "|".join(map(re.escape, sorted(tokens, key=len))) + ")")
 
 
 @pytest.mark.parametrize("defect", [OffByOne, ShortestFirst])

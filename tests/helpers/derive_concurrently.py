@@ -39,7 +39,7 @@ def main() -> None:
     logging.getLogger("tokbackend").setLevel(logging.INFO)
     hf = tokbackend.load_hf("qwen3.6")
     started = time.perf_counter()
-    fast = tokbackend.accelerate(hf)
+    fast = tokbackend.accelerate(hf, "gigatoken")
     seconds = time.perf_counter() - started
     derived = any("deriving the Unicode divergence guard" in message for message in handler.messages)
     digest = hashlib.sha256(json.dumps(sorted(fast.tokbackend.guard.code_points)).encode()).hexdigest()[:16]

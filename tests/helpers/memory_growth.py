@@ -12,7 +12,7 @@ import sys
 import numpy as np
 
 import tokbackend
-from tokbackend.backends.gigatoken import _resident_bytes
+from tokbackend.backends.renewal import resident_bytes
 
 
 def random_word_prompts(rng: np.random.Generator, count: int, characters: int) -> list[str]:
@@ -36,18 +36,18 @@ def main() -> None:
         def encode(batch):
             return rust.encode_batch_list(batch, parallel=True)
     else:
-        tokenizer = tokbackend.accelerate(hf, cache_budget_mib=budget_mib)
+        tokenizer = tokbackend.accelerate(hf, "gigatoken", cache_budget_mib=budget_mib)
 
         def encode(batch):
             return tokenizer(batch)["input_ids"]
 
     rng = np.random.default_rng(0)
     encode(random_word_prompts(rng, 8, 25_000))  # warm: thread pool, result-list allocations
-    baseline = _resident_bytes()
+    baseline = resident_bytes()
     peak = baseline
     for _ in range(prompts // 40):
         encode(random_word_prompts(rng, 40, 25_000))
-        peak = max(peak, _resident_bytes())
+        peak = max(peak, resident_bytes())
     renewals = 0 if mode == "raw" else tokenizer.tokbackend.stats()["cache_renewals"]
     print(json.dumps({"growth_mib": (peak - baseline) / 2**20, "renewals": renewals}))
 
