@@ -41,8 +41,10 @@ class FastokensBackend:
     grows_without_bound = False
 
     def __init__(self, tokenizer_json: str, options: FastokensOptions = FastokensOptions()) -> None:
-        import fastokens
-
+        try:
+            import fastokens
+        except ImportError as error:
+            raise BackendUnavailableError(f"fastokens is not installed ({error}); pip install 'fastokens>=0.3.5,<0.4'") from error
         try:
             self._rust = fastokens.Tokenizer.from_json_str(tokenizer_json)
             self._rust.no_truncation()

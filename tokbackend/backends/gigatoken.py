@@ -41,8 +41,10 @@ class GigatokenBackend:
     grows_without_bound = True
 
     def __init__(self, tokenizer_json: str, options: GigatokenOptions = GigatokenOptions()) -> None:
-        import gigatoken
-
+        try:
+            import gigatoken
+        except ImportError as error:
+            raise BackendUnavailableError(f"gigatoken is not installed ({error}); pip install 'gigatoken>=0.10,<0.11'") from error
         try:
             self._rust = gigatoken.Tokenizer.from_json(tokenizer_json).backend
         except Exception as error:
