@@ -105,6 +105,19 @@ def test_each_oracle_alone_finds_the_letter_class(model):
         assert report.all_divergent == EXTENSION_J[:16], oracle
 
 
+def test_the_boundary_oracle_finds_fastokens_case_folding_difference(hf_tokenizer):
+    """fastokens' one divergence: PCRE2's caseless (?i:'s) matches 'ſ (U+017F). Qwen's merges hide
+    it from the ids oracle; the boundary oracle's case-folding contexts show it, and nothing else."""
+    kind = backend_class("fastokens")
+    text = _json(hf_tokenizer)
+    contexts = [context for context in derive_contexts(text) if context.family == "case_folding"]
+    reports = run_oracles(
+        text, lambda json_text: kind(json_text, kind.options_for_scanning()), contexts, [0x17F, 0x73, 0x53] + STABLE
+    )
+    assert reports["boundaries"].all_divergent == [0x17F]
+    assert reports["ids"].all_divergent == []
+
+
 def test_boundary_oracle_sees_what_the_real_vocabulary_hides(hf_tokenizer):
     """Next to an ASCII letter the real merges hide the letter class; the boundary vocabulary does not."""
     text = _json(hf_tokenizer)

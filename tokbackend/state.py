@@ -340,19 +340,12 @@ class AccelerationState:
                         found[part] = ids
         guarded: set[str] = set()
         if missing:
-            lane = self.routing.single if len(missing) == 1 else self.routing.batch
-            guarded = {piece for piece in missing if lane.guard.needs_hf(piece)}
-            backend_pieces = [piece for piece in missing if piece not in guarded]
-            if backend_pieces:
-                if len(backend_pieces) == 1:
-                    encoded = [lane.backend.encode(backend_pieces[0])]
-                else:
-                    encoded = lane.backend.encode_batch(backend_pieces)
-                fresh = list(zip(backend_pieces, encoded))
-                found.update(fresh)
-                cache.put_many(fresh)
-            if guarded:  # HF's ids of a piece are its share of HF's ids of the text; not cached
-                found.update(zip(guarded, tokenizer._hf_ids(list(guarded))))
+            pieces = list(missing)
+            encoded, guarded_indexes = self._encode_guarded(tokenizer, pieces)
+            found.update(zip(pieces, encoded))
+            # HF's ids of a guarded piece are its share of HF's ids of the text; not cached
+            guarded = {pieces[index] for index in guarded_indexes}
+            cache.put_many((piece, ids) for piece, ids in zip(pieces, encoded) if piece not in guarded)
         results = []
         for parts in split:
             ids: list[int] = []
@@ -371,16 +364,29 @@ class AccelerationState:
 
     def _route(self, tokenizer: AcceleratedTokenizerMixin, texts: list[str]) -> list[list[int]]:
         """Backend ids, except for texts the lane's Unicode guard sends to HuggingFace (counted)."""
+        ids, guarded = self._encode_guarded(tokenizer, texts)
+        if guarded:
+            self.record_fallback(FallbackReason.UNICODE_GUARD, texts=len(guarded))
+        if len(texts) > len(guarded):  # only what the backend answered counts as fast
+            self.counters.record_fast(len(texts) - len(guarded))
+        return ids
+
+    def _encode_guarded(self, tokenizer: AcceleratedTokenizerMixin, texts: list[str]) -> tuple[list[list[int]], set[int]]:
+        """(ids of each text, indexes of the texts the Unicode guard sent to HuggingFace): the
+        lane's backend answers the others in one call (single-text lane for one, batch lane else)."""
         lane = self.routing.single if len(texts) == 1 else self.routing.batch
-        guarded = [index for index, text in enumerate(texts) if lane.guard.needs_hf(text)]
-        if not guarded:
-            ids = [lane.backend.encode(texts[0])] if len(texts) == 1 else lane.backend.encode_batch(texts)
-            self.counters.record_fast(len(texts))
-            return ids
-        self.record_fallback(FallbackReason.UNICODE_GUARD, texts=len(guarded))
-        hf_ids = dict(zip(guarded, tokenizer._hf_ids([texts[index] for index in guarded])))
-        rest = [index for index in range(len(texts)) if index not in hf_ids]
-        fast_ids = dict(zip(rest, lane.backend.encode_batch([texts[index] for index in rest]))) if rest else {}
-        if rest:  # only what the backend answered counts as fast
-            self.counters.record_fast(len(rest))
-        return [hf_ids[index] if index in hf_ids else fast_ids[index] for index in range(len(texts))]
+        guarded = {index for index, text in enumerate(texts) if lane.guard.needs_hf(text)}
+        rest = [index for index in range(len(texts)) if index not in guarded]
+        ids: list[list[int]] = [[] for _ in texts]
+        if rest:
+            if len(rest) == 1:
+                answered = [lane.backend.encode(texts[rest[0]])]
+            else:
+                answered = lane.backend.encode_batch([texts[index] for index in rest])
+            for index, sequence in zip(rest, answered):
+                ids[index] = sequence
+        if guarded:
+            order = sorted(guarded)
+            for index, sequence in zip(order, tokenizer._hf_ids([texts[i] for i in order])):
+                ids[index] = sequence
+        return ids, guarded

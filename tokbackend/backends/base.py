@@ -10,6 +10,10 @@ routes the call, `tokbackend.tokenizer` is the HuggingFace-facing class).
 
 from __future__ import annotations
 
+import contextlib
+import importlib
+from collections.abc import Iterator
+from types import ModuleType
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 # Default growth budget, in MiB, for backends whose caches grow without bound (see
@@ -30,6 +34,35 @@ def is_rust_panic(error: BaseException) -> bool:
     Exception` in a server; it is created at run time in a module that cannot be imported."""
     kind = type(error)
     return kind.__name__ == "PanicException" and kind.__module__ == "pyo3_runtime"
+
+
+def import_library(module: str, requirement: str) -> ModuleType:
+    """The backend's library, or BackendUnavailableError naming the package to install."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as error:
+        raise BackendUnavailableError(f"{module} is not installed ({error}); pip install '{requirement}'") from error
+
+
+@contextlib.contextmanager
+def loading_tokenizer_json(library: str) -> Iterator[None]:
+    """Turns any failure to load a tokenizer.json into BackendUnavailableError with its first line."""
+    try:
+        yield
+    except Exception as error:
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise BackendUnavailableError(f"{library} cannot load this tokenizer.json ({reason})") from error
+
+
+@contextlib.contextmanager
+def panics_as_errors(library: str) -> Iterator[None]:
+    """Re-raises a Rust panic inside `library` as BackendPanicError, an ordinary Exception."""
+    try:
+        yield
+    except BaseException as error:
+        if is_rust_panic(error):
+            raise BackendPanicError(f"{library} panicked while encoding: {error}") from None
+        raise
 
 
 @runtime_checkable

@@ -17,10 +17,8 @@ import dataclasses
 import sys
 from typing import Any
 
-from tokbackend.backends.base import BackendPanicError, BackendUnavailableError, is_rust_panic
+from tokbackend.backends.base import import_library, loading_tokenizer_json, panics_as_errors
 from tokbackend.backends.warmup import builtin_texts
-
-_FLAT_BUFFERS_ARE_NATIVE = sys.byteorder == "little" and array.array("I").itemsize == 4 and array.array("Q").itemsize == 8
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,17 +39,11 @@ class FastokensBackend:
     grows_without_bound = False
 
     def __init__(self, tokenizer_json: str, options: FastokensOptions = FastokensOptions()) -> None:
-        try:
-            import fastokens
-        except ImportError as error:
-            raise BackendUnavailableError(f"fastokens is not installed ({error}); pip install 'fastokens>=0.3.5,<0.4'") from error
-        try:
+        fastokens = import_library("fastokens", "fastokens>=0.3.5,<0.4")
+        with loading_tokenizer_json("fastokens"):
             self._rust = fastokens.Tokenizer.from_json_str(tokenizer_json)
             self._rust.no_truncation()
             self._rust.no_padding()
-        except Exception as error:
-            reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-            raise BackendUnavailableError(f"fastokens cannot load this tokenizer.json ({reason})") from error
         if options.warm:
             self.encode_batch(list(builtin_texts())[:10])
 
@@ -63,27 +55,17 @@ class FastokensBackend:
         return self._flat([text])[0]
 
     def encode_batch(self, texts: list[str]) -> list[list[int]]:
-        try:
+        with panics_as_errors("fastokens"):
             return [encoding.ids for encoding in self._rust.encode_batch(texts)]
-        except BaseException as error:
-            if is_rust_panic(error):
-                raise BackendPanicError(f"fastokens panicked while encoding: {error}") from None
-            raise
 
     def stats(self) -> dict[str, Any]:
         return {}
 
     def _flat(self, texts: list[str]) -> list[list[int]]:
-        try:
+        with panics_as_errors("fastokens"):
             ids_buffer, offsets_buffer = self._rust.encode_batch_flat(texts)
-        except BaseException as error:
-            if is_rust_panic(error):
-                raise BackendPanicError(f"fastokens panicked while encoding: {error}") from None
-            raise
-        if _FLAT_BUFFERS_ARE_NATIVE:
-            ids, offsets = array.array("I", ids_buffer), array.array("Q", offsets_buffer)
-        else:  # pragma: no cover - big-endian hosts
-            ids, offsets = array.array("I", ids_buffer), array.array("Q", offsets_buffer)
+        ids, offsets = array.array("I", ids_buffer), array.array("Q", offsets_buffer)
+        if sys.byteorder == "big":  # pragma: no cover - the buffers are little-endian
             ids.byteswap()
             offsets.byteswap()
         return [ids.tolist()] if len(texts) == 1 else [ids[offsets[i] : offsets[i + 1]].tolist() for i in range(len(texts))]

@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from tokbackend.backends.base import BackendPanicError, BackendUnavailableError, is_rust_panic
+from tokbackend.backends.base import import_library, loading_tokenizer_json, panics_as_errors
 from tokbackend.backends.forking import in_forked_child
 from tokbackend.backends.warmup import builtin_texts
 
@@ -41,15 +41,9 @@ class GigatokenBackend:
     grows_without_bound = True
 
     def __init__(self, tokenizer_json: str, options: GigatokenOptions = GigatokenOptions()) -> None:
-        try:
-            import gigatoken
-        except ImportError as error:
-            raise BackendUnavailableError(f"gigatoken is not installed ({error}); pip install 'gigatoken>=0.10,<0.11'") from error
-        try:
+        gigatoken = import_library("gigatoken", "gigatoken>=0.10,<0.11")
+        with loading_tokenizer_json("gigatoken"):
             self._rust = gigatoken.Tokenizer.from_json(tokenizer_json).backend
-        except Exception as error:
-            reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-            raise BackendUnavailableError(f"gigatoken cannot load this tokenizer.json ({reason})") from error
         if options.warm and not in_forked_child():
             self._call(list(builtin_texts()), parallel=True)
 
@@ -67,9 +61,5 @@ class GigatokenBackend:
         return {}
 
     def _call(self, texts: list[str], parallel: bool) -> list[list[int]]:
-        try:
+        with panics_as_errors("gigatoken"):
             return self._rust.encode_batch_list(texts, parallel=parallel)
-        except BaseException as error:
-            if is_rust_panic(error):
-                raise BackendPanicError(f"gigatoken panicked while encoding: {error}") from None
-            raise
