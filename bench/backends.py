@@ -3,9 +3,10 @@ thread scaling of the burst, and event-loop lag under a long stream of distinct 
 
 Usage:
   python bench/backends.py speed [--prompts 12]        # the table (ratios vs the best raw call)
-  python bench/backends.py scaling [--threads 1 2 4 8 16]
+  python bench/backends.py scaling [--threads 1 2 4 8 16] [--merge bench/backends-scaling.json]
   python bench/backends.py stalls [--prompts 3000]     # event-loop lag p50/p99/max per backend
   python bench/backends.py agents                      # growing agent conversations, segment cache
+  python bench/backends.py cache-cost [--prompts 40]   # the segment cache on prompts that never repeat
   python -c "from bench.backends import chart; ..."     # bench/backends.png from the JSON files
 Prints Markdown for bench/RESULTS.md and writes bench/backends-<mode>.json.
 Prompts are unseen: a fresh seed per prompt, ~130k characters (~32k Qwen3.6 tokens).
@@ -37,10 +38,24 @@ BURST = 40
 _seed = [20_000_000]
 
 
-def unseen(count: int) -> list[str]:
+def _generated(seed: int) -> str:
+    """prompt_text(seed), kept on disk: generating one costs ~0.1-0.2 s, and every child of a
+    scaling run needs the same 86 of them."""
     from equivalence.corpus import prompt_text
 
-    texts = [prompt_text(_seed[0] + index, PROMPT_CHARS) for index in range(count)]
+    path = Path(os.environ.get("TMPDIR", "/tmp")) / "tokbackend-bench-prompts" / f"{seed}-{PROMPT_CHARS}.txt"
+    if path.exists():
+        return path.read_bytes().decode("utf-8", "surrogatepass")
+    text = prompt_text(seed, PROMPT_CHARS)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(f".{os.getpid()}.part")
+    partial.write_bytes(text.encode("utf-8", "surrogatepass"))  # bytes: no newline translation
+    partial.replace(path)
+    return text
+
+
+def unseen(count: int) -> list[str]:
+    texts = [_generated(_seed[0] + index) for index in range(count)]
     _seed[0] += count
     return texts
 
@@ -93,30 +108,38 @@ def competitor(name: str) -> tuple[Callable[[str], list[int]], Callable[[list[st
 
 def _child(mode: str, name: str, prompts: int) -> None:
     """Runs in a child process: times `name`, prints one RESULT line."""
-    one, many = competitor(name)
-    many(unseen(4))  # warm, on text not measured
+    if mode != "cold":  # cold builds a fresh competitor for each burst below
+        one, many = competitor(name)
+        _seed[0] = 19_000_000
+        many(unseen(4))  # warm, on text that is not measured (caches of a backend must not see it again)
     _seed[0] = 20_000_000
     single = []
-    for text in unseen(3 if name == "HF" else prompts):
+    for text in unseen(min(3, prompts) if name == "HF" else prompts):
         started = time.perf_counter()
         one(text)
         single.append(time.perf_counter() - started)
     bursts = []
-    for _ in range(2 if mode == "scaling" else 3):
+    for _ in range(3 if mode == "speed" else 2):
         texts = unseen(BURST)
+        if mode == "cold":  # a freshly started replica: nothing of the backend's caches is warm
+            one, many = competitor(name)
+            many(["warm the thread pools"] * BURST)
         started = time.perf_counter()
         many(texts)
         bursts.append(time.perf_counter() - started)
-    summary = min if mode == "scaling" else statistics.median
-    print("RESULT " + json.dumps({"single_ms": statistics.median(single) * 1e3, "burst_ms": summary(bursts) * 1e3}))
+    summary = statistics.median if mode == "speed" else min
+    print("RESULT " + json.dumps({"single_ms": statistics.median(single or [0.0]) * 1e3, "burst_ms": summary(bursts) * 1e3}))
 
 
-def _in_child(mode: str, name: str, prompts: int, environment: dict | None = None) -> dict[str, float]:
+def _in_child(mode: str, name: str, prompts: int, environment: dict | None = None, cores: int | None = None) -> dict[str, float]:
+    """Runs `_child` in a fresh process, pinned to the first `cores` cores when given (rayon and
+    fastokens size their pools from the cores a process may use)."""
     completed = subprocess.run(
         [sys.executable, __file__, "child", "--child-mode", mode, "--competitor", name, "--prompts", str(prompts)],
         env={**os.environ, **(environment or {})},
         capture_output=True,
         text=True,
+        preexec_fn=None if cores is None else lambda: os.sched_setaffinity(0, range(cores)),
     )
     lines = [line for line in completed.stdout.splitlines() if line.startswith("RESULT ")]
     if completed.returncode != 0 or not lines:
@@ -143,16 +166,24 @@ def speed(prompts: int) -> dict:
     return {"table": table, "markdown": "\n".join(lines)}
 
 
-SCALING_COMPETITORS = ("raw gigatoken", "raw fastokens (.ids)", "tokbackend gigatoken", "tokbackend fastokens")
+SCALING_COMPETITORS = ("raw gigatoken", "raw fastokens (.ids)", "tokbackend fastokens", "tokbackend auto")
 
 
-def scaling(threads: list[int]) -> dict:
-    """The burst with each library's thread pools limited to 1..16 threads (one process each)."""
+def scaling(threads: list[int], earlier: Path | None = None, cold: bool = False) -> dict:
+    """The burst with each library's thread pools limited to 1..16 threads (one process each).
+    `earlier`: the JSON of a run on the same host with other thread counts, merged in (a device
+    call is limited in time, so the counts can be measured in several calls)."""
     rows: dict[int, dict[str, float]] = {}
+    if earlier is not None:
+        rows = {int(count): row for count, row in json.loads(earlier.read_text())["rows"].items()}
     for count in threads:
-        # gigatoken's pool is rayon's; fastokens has rayon's and its own BPE workers
+        # Environment variables alone do not limit fastokens (measured: 76 ms at "1 thread", 39 at 8),
+        # so each child is pinned to `count` cores as well.
         limits = {"RAYON_NUM_THREADS": str(count), "FASTOKENS_BPE_THREADS": str(count)}
-        rows[count] = {name: _in_child("scaling", name, 2, limits)["burst_ms"] for name in SCALING_COMPETITORS}
+        mode = "cold" if cold else "scaling"
+        rows[count] = {name: _in_child(mode, name, 0, limits, cores=count)["burst_ms"] for name in SCALING_COMPETITORS}
+        print(f"{count} threads: {json.dumps(rows[count])}", flush=True)
+    threads = sorted(rows)
     lines = [
         "| burst of 40, ms | " + " | ".join(f"{count} threads" for count in threads) + f" | {threads[0]}->{threads[-1]} |",
         "|---|" + "---:|" * (len(threads) + 1),
@@ -202,6 +233,52 @@ def _lags_while_encoding(accelerated, texts: list[str], workers: int) -> list[fl
 
     asyncio.run(run())
     return sorted(lags)
+
+
+def cache_cost(prompts: int) -> dict:
+    """What the segment cache costs on prompts that never repeat: one process, two tokenizers on
+    one fastokens backend each (cache off, cache on), called alternately (ABBA) on the same
+    unseen prompts, so drift of the machine falls on both; the ratio of the medians per shape.
+    Shapes: a plain 32k-token prompt; the same text as a ChatML request (system + user, so the
+    cache splits, stores and remembers it); bursts of 40 ChatML requests."""
+    import tokbackend
+
+    hf = tokbackend.load_hf(MODEL)
+    off = tokbackend.accelerate(hf, "fastokens")
+    on = tokbackend.accelerate(hf, "fastokens", segment_cache_mib=64)
+
+    def chat(text: str) -> str:
+        return f"<|im_start|>system\n{text[:4000]}<|im_end|>\n<|im_start|>user\n{text[4000:]}<|im_end|>\n<|im_start|>assistant\n"
+
+    def burst(tokenizer, texts):
+        return tokenizer(texts)["input_ids"]
+
+    shapes = {
+        "one plain prompt": (lambda t, x: t.encode(x), lambda x: x, prompts),
+        "one ChatML request": (lambda t, x: t.encode(x), chat, prompts),
+        "burst of 40 ChatML requests": (burst, None, max(4, prompts // 10)),
+    }
+    _seed[0] = 40_000_000
+    on.encode(chat(unseen(1)[0]))  # warm both
+    off.encode(chat(unseen(1)[0]))
+    rows = {}
+    for shape, (call, make, rounds) in shapes.items():
+        times: dict[str, list[float]] = {"off": [], "on": []}
+        for index in range(rounds):
+            text = [chat(t) for t in unseen(BURST)] if make is None else make(unseen(1)[0])
+            order = (("off", off), ("on", on)) if index % 2 == 0 else (("on", on), ("off", off))
+            for name, tokenizer in order:
+                started = time.perf_counter()
+                call(tokenizer, text)
+                times[name].append(time.perf_counter() - started)
+        off_ms, on_ms = (statistics.median(times[name]) * 1e3 for name in ("off", "on"))
+        rows[shape] = {"off_ms": off_ms, "on_ms": on_ms, "on_vs_off": on_ms / off_ms, "rounds": rounds}
+    lines = [
+        "| unrelated prompts (no repeats) | cache off ms | cache on ms | on / off |",
+        "|---|---:|---:|---:|",
+        *(f"| {shape} | {row['off_ms']:.2f} | {row['on_ms']:.2f} | {row['on_vs_off']:.3f} |" for shape, row in rows.items()),
+    ]
+    return {"table": rows, "markdown": "\n".join(lines)}
 
 
 def stalls(prompts: int, workers: int = 4) -> dict:
@@ -363,9 +440,11 @@ def chart(speed_json: Path, agents_json: Path | None, output: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("mode", choices=["speed", "scaling", "stalls", "agents", "child"])
+    parser.add_argument("mode", choices=["speed", "scaling", "stalls", "agents", "cache-cost", "child"])
     parser.add_argument("--prompts", type=int, default=None)
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2, 4, 8, 16])
+    parser.add_argument("--cold", action="store_true", help="scaling: a fresh backend for each burst (a new replica)")
+    parser.add_argument("--merge", type=Path, help="scaling: a backends-scaling.json to add these counts to")
     parser.add_argument("--child-mode", help=argparse.SUPPRESS)
     parser.add_argument("--competitor", help=argparse.SUPPRESS)
     arguments = parser.parse_args()
@@ -375,7 +454,9 @@ def main() -> None:
     if arguments.mode == "speed":
         result = speed(arguments.prompts or 12)
     elif arguments.mode == "scaling":
-        result = scaling(arguments.threads)
+        result = scaling(arguments.threads, arguments.merge, arguments.cold)
+    elif arguments.mode == "cache-cost":
+        result = cache_cost(arguments.prompts or 40)
     elif arguments.mode == "agents":
         result = agents()
     else:
@@ -384,7 +465,8 @@ def main() -> None:
     header = f"{datetime.date.today()}, {os.cpu_count()} cores, {machine}, Python {platform.python_version()}"
     print(header)
     print(result["markdown"])
-    output = Path(os.environ.get("OUT", ROOT / "bench")) / f"backends-{arguments.mode}.json"
+    name = arguments.mode + ("-cold" if arguments.cold else "")
+    output = Path(os.environ.get("OUT", ROOT / "bench")) / f"backends-{name}.json"
     output.write_text(json.dumps({"host": header, **result}, indent=1))
 
 
