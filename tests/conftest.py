@@ -78,9 +78,11 @@ def fast_counts(tokenizer) -> tuple[int, dict[str, int]]:
 
 
 def pytest_collection_modifyitems(items):
-    """The CI profile runs Qwen3.6 on every backend and Qwen3 on gigatoken; Qwen3 on the other
-    backends is in the thorough profile (`-m slow`)."""
+    """The CI profile runs the shared fixtures on Qwen3.6 (the default model) with every backend,
+    and children started by fork and spawn. Qwen3 through these fixtures and forkserver children
+    are in the thorough profile (`-m slow`); Qwen3 stays in CI through `verify --quick` and the
+    guard tests that name it."""
     for item in items:
         params = getattr(getattr(item, "callspec", None), "params", {})
-        if params.get("model_name") == "qwen3" and params.get("backend_name", "gigatoken") != "gigatoken":
+        if params.get("model_name") == "qwen3" or params.get("method") == "forkserver":
             item.add_marker(pytest.mark.slow)

@@ -232,6 +232,7 @@ def test_guard_refuses_loudly_when_asked_to(fresh_pair, small_derivation, caplog
         tokbackend.accelerate(hf, "gigatoken", unicode_guard="refuse", strict=True)
 
 
+@pytest.mark.slow  # four processes deriving a full guard on 2 cores: ~45 s
 def test_concurrent_processes_derive_once_and_share_the_record(tmp_path):
     """Three processes start at once with no record: one derives, two wait and reuse it."""
     children = [
