@@ -5,14 +5,16 @@ every input class, with edge content where the segment cache cuts (right after a
 an added token): leading and trailing whitespace, combining marks and contractions first,
 partial special-token text (`<|im_end`), non-special added tokens (`<think>`, `<tool_call>`)
 inside messages, and code points the Unicode guard sends to HuggingFace.
-`turn_by_turn(encode)` turns a one-text encoder into the encoder a property compares: it encodes
-every prefix of the conversation that ends a message, in order (so later prefixes hit what
-earlier ones cached), and returns all their ids, separated by -1.
+`turn_by_turn(encode, cut_after)` turns a one-text encoder into the encoder a property compares:
+it encodes every prefix of the conversation that ends a message (or, given added tokens, ends
+with one of them: where the prefix memo's boundaries fall, including inside a longer added token),
+in order, so later prefixes hit what earlier ones cached, and returns all their ids, separated
+by -1.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from hypothesis import strategies as st
 
@@ -28,10 +30,12 @@ def message_bodies(added_tokens: list[str], guarded: list[int]) -> st.SearchStra
     body = st.one_of(*(factory() for name, factory in classes.items() if name != "long_prompts"))
     edge = st.one_of(st.sampled_from(EDGES), combining_marks(), contractions())
     inner_tokens = [token for token in added_tokens if token.startswith("<") and "|" not in token] or added_tokens
-    extras = [st.sampled_from(inner_tokens)] if inner_tokens else []
+    # each piece of text is followed by nothing, an added token or a guarded code point, with
+    # even odds per choice (inside `one_of`, one choice among ~20 input classes would be rare)
+    after = st.sampled_from(["", *inner_tokens])
     if guarded:
-        extras.append(st.sampled_from(guarded).map(chr))
-    middle = st.lists(st.one_of(body, *extras), min_size=0, max_size=4).map("".join)
+        after = st.one_of(after, st.sampled_from(guarded).map(chr))
+    middle = st.lists(st.tuples(body, after).map("".join), min_size=0, max_size=4).map("".join)
     return st.tuples(edge, middle, edge).map("".join)
 
 
@@ -45,14 +49,20 @@ def conversations(added_tokens: list[str], guarded: list[int]) -> st.SearchStrat
     return st.tuples(shared_system, st.lists(message, min_size=1, max_size=6)).map(lambda pair: pair[0] + "".join(pair[1]))
 
 
-def turn_by_turn(encode: Callable[[str], list[int]]) -> Callable[[str], list[int]]:
+def turn_by_turn(encode: Callable[[str], list[int]], cut_after: Iterable[str] = (MESSAGE_END,)) -> Callable[[str], list[int]]:
+    cuts = sorted({text for text in cut_after if text})
+
     def encode_turns(conversation: str) -> list[int]:
+        ends = set()  # the end of every occurrence of every cut text, overlapping ones too
+        for text in cuts:
+            start = conversation.find(text)
+            while start != -1:
+                ends.add(start + len(text))
+                start = conversation.find(text, start + 1)
         ids: list[int] = []
-        end = conversation.find(MESSAGE_END)
-        while end != -1:
-            ids.extend(encode(conversation[: end + len(MESSAGE_END)]))
+        for end in sorted(ends):
+            ids.extend(encode(conversation[:end]))
             ids.append(-1)
-            end = conversation.find(MESSAGE_END, end + len(MESSAGE_END))
         ids.extend(encode(conversation))
         return ids
 

@@ -7,7 +7,7 @@ import pickle
 import threading
 
 import pytest
-from hypothesis import settings
+from hypothesis import Phase, settings
 
 import tokbackend
 from equivalence.conversations import conversations, turn_by_turn
@@ -39,10 +39,12 @@ def test_conversations_are_exact_turn_by_turn(cached_pair):
     hf, fast = cached_pair
     strategy = conversations(_added(hf), _guarded(fast))
     profile = settings.get_profile("ci")
-    mismatch = find_mismatch(turn_by_turn(hf.encode), turn_by_turn(fast.encode), strategy, "conversations", profile)
+    cuts = _added(hf)
+    mismatch = find_mismatch(turn_by_turn(hf.encode, cuts), turn_by_turn(fast.encode, cuts), strategy, "conversations", profile)
     assert mismatch is None, mismatch.report()
     stats = fast.tokbackend.stats()["segment_cache"]
     assert stats["hits"] > 0 and stats["misses"] > 0 and stats["entries"] > 0
+    assert stats["prefix_hits"] > 0 and stats["prefixes"] > 0
 
 
 def test_batches_of_conversations_are_exact(cached_pair):
@@ -58,8 +60,8 @@ def test_batches_of_conversations_are_exact(cached_pair):
 class OffByOne(AddedTokenSplitter):
     """Planted defect: the first character after each added token is moved into the piece before."""
 
-    def split(self, text):
-        parts = super().split(text)
+    def split(self, text, start=0):
+        parts = super().split(text, start)
         for index in range(1, len(parts) - 1):
             if type(parts[index]) is int and type(parts[index + 1]) is str and index > 0 and type(parts[index - 1]) is str:
                 parts[index - 1] += parts[index + 1][0]
@@ -77,22 +79,70 @@ class ShortestFirst(AddedTokenSplitter):
         self._pattern = re.compile("(" + "|".join(map(re.escape, sorted(tokens, key=len))) + ")")
 
 
-@pytest.mark.parametrize("defect", [OffByOne, ShortestFirst])
+class CutsAnywhere(AddedTokenSplitter):
+    """Planted defect: the prefix memo trusts every remembered prefix, also where a longer added
+    token of the new text starts inside the prefix's last token and runs past its end."""
+
+    def cuts_at(self, text, position):
+        return True
+
+
+@pytest.mark.parametrize("defect", [OffByOne, CutsAnywhere, ShortestFirst])
 def test_the_harness_finds_a_planted_split_defect(fresh_pair, defect):
-    """The harness's conversations catch a splitter that cuts one character off, and one that
-    prefers the shorter of two added tokens starting at one position (tokens that overlap so
-    added here, as a deployment adding tool tokens would)."""
+    """The harness's conversations catch a splitter that cuts one character off, one that prefers
+    the shorter of two added tokens starting at one position, and a prefix memo that reuses a
+    prefix ending inside a longer added token (tokens that overlap so added here, as a deployment
+    adding tool tokens would)."""
     hf, _ = fresh_pair
     fast = tokbackend.accelerate(hf, "gigatoken", segment_cache_mib=64)
     fast.add_special_tokens({"additional_special_tokens": ["<tool>", "<tool>_call"]})
     fast.encode("rebuild")
     assert fast.tokbackend.splitter is not None
     tokens = {str(token): token_id for token_id, token in hf.added_tokens_decoder.items()}
-    exact = find_mismatch(turn_by_turn(hf.encode), turn_by_turn(fast.encode), conversations(_added(hf), []), "exact", _ci())
+    cuts = _added(hf)
+    strategy = conversations(cuts, [])
+    exact = find_mismatch(turn_by_turn(hf.encode, cuts), turn_by_turn(fast.encode, cuts), strategy, "exact", _ci())
     assert exact is None, exact.report()
     fast.tokbackend.splitter = defect(tokens)
-    strategy = conversations(_added(hf), [])
-    assert find_mismatch(turn_by_turn(hf.encode), turn_by_turn(fast.encode), strategy, "planted", _ci()) is not None
+    # finding it is the point here, not shrinking it
+    found_only = settings(_ci(), phases=[Phase.explicit, Phase.generate])
+    planted = find_mismatch(turn_by_turn(hf.encode, cuts), turn_by_turn(fast.encode, cuts), strategy, "planted", found_only)
+    assert planted is not None
+
+
+def test_growing_conversations_reuse_the_remembered_prefix(cached_pair):
+    hf, fast = cached_pair
+    cache = fast.tokbackend.segment_cache
+    text = "<|im_start|>system\nYou plan.<|im_end|>\n<|im_start|>user\nfirst ask<|im_end|>\n<|im_start|>assistant\n"
+    assert fast.encode(text) == hf.encode(text)
+    before = cache.stats()["prefix_hits"]
+    text += "an answer<|im_end|>\n<|im_start|>user\nsecond ask<|im_end|>\n<|im_start|>assistant\n"
+    ids = fast.encode(text)
+    assert ids == hf.encode(text)
+    assert cache.stats()["prefix_hits"] == before + 1
+    ids.append(-7)  # the caller's list is its own: the memo's ids are copied out
+    assert fast.encode(text) == hf.encode(text)
+
+
+def test_a_remembered_prefix_is_not_reused_inside_a_longer_added_token(fresh_pair):
+    hf, _ = fresh_pair
+    fast = tokbackend.accelerate(hf, "gigatoken", segment_cache_mib=64)
+    fast.add_special_tokens({"additional_special_tokens": ["<tool>", "<tool>_call"]})
+    prefix = "<|im_start|>user\nrun <tool>"
+    assert fast.encode(prefix) == hf.encode(prefix)
+    for text in (prefix + "_call now", prefix + "_cal", prefix + " now"):
+        assert fast.encode(text) == hf.encode(text), text
+    assert not fast.tokbackend.splitter.cuts_at(prefix + "_call", len(prefix))
+    assert fast.tokbackend.splitter.cuts_at(prefix + " now", len(prefix))
+
+
+def test_the_prefix_memo_is_bounded(hf_tokenizer):
+    fast = tokbackend.accelerate(hf_tokenizer, "fastokens", segment_cache_mib=1)
+    for index in range(200):
+        text = f"<|im_start|>user\nagent {index} " + "lorem ipsum " * 40 + "<|im_end|>\n<|im_start|>assistant\n"
+        assert fast.encode(text) == hf_tokenizer.encode(text)
+    stats = fast.tokbackend.stats()["segment_cache"]
+    assert 0 < stats["prefix_bytes"] <= (1 << 20) // 4 and stats["prefixes"] <= 64
 
 
 def _ci():

@@ -11,6 +11,13 @@ normalizer); other tokenizers do not use the cache (`stats()["segment_cache"]["u
 `SegmentCache` is bounded by a byte budget and evicts in insertion order with a second chance
 for pieces hit since the last sweep. A hit takes no lock: one dict read and one dict write,
 each atomic under the GIL; inserts and eviction take the cache's lock.
+
+Agents resend their conversation with one more message each turn, so the cache also remembers
+recent texts with the ids up to their last added token (the prefix memo, a quarter of the
+budget). A text that starts with a remembered text reuses those ids and splits only what follows
+that last added token, provided HF's split of the new text has a boundary there too
+(`AddedTokenSplitter.cuts_at`): no added token may start before it and run past it. Without the
+memo, every request hashes, looks up and concatenates every piece of the whole conversation.
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ import re
 import sys
 import threading
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 # The budget to turn it on with (`segment_cache_mib=DEFAULT_SEGMENT_CACHE_MIB`): enough for ~40
 # agents' 26k-token conversations; see README "Segment cache" for the measurements behind it.
@@ -29,6 +36,11 @@ DEFAULT_SEGMENT_CACHE_MIB = 64
 # Bytes a cached piece costs beyond its text: the list (8 per id) and each int object (28).
 _BYTES_PER_ID = 36
 _ENTRY_OVERHEAD = 200
+# Remembered prefixes: about one per agent talking to the replica at once. Each lookup checks them
+# newest first, most with one character compare (`str.startswith` looks at the last one first).
+_MAX_PREFIXES = 64
+# Chunks an entry may hold before they are joined into one list (a conversation adds one a turn).
+_MAX_CHUNKS = 16
 
 
 class AddedTokenSplitter:
@@ -39,6 +51,8 @@ class AddedTokenSplitter:
         # Longest first: Python's leftmost-first alternation is then leftmost-longest, as HF's.
         # The prefix all tokens share ("<" for Qwen) is pulled out of the alternation, which lets
         # the regex engine skip to candidates (~65 us instead of ~320 us per 130k characters).
+        self.lengths = {token_id: len(token) for token, token_id in tokens.items()}
+        self.longest = max(map(len, tokens), default=0)
         alternatives = sorted(tokens, key=len, reverse=True)
         prefix = os.path.commonprefix(alternatives) if len(alternatives) > 1 else ""
         rest = "|".join(re.escape(token[len(prefix) :]) for token in alternatives)
@@ -65,13 +79,45 @@ class AddedTokenSplitter:
             return "BPE dropout makes ids random"
         return cls({token["content"]: token["id"] for token in added if token.get("content")})
 
-    def split(self, text: str) -> list[str | int]:
-        """Pieces of text (non-empty str) and added-token ids (int), in order."""
+    def split(self, text: str, start: int = 0) -> list[str | int]:
+        """Pieces of text (non-empty str) and added-token ids (int), in order, of text[start:]
+        (`start` must be a boundary of the split: see `cuts_at`)."""
+        if start:
+            text = text[start:]
         if self._pattern is None:
             return [text] if text else []
         parts = self._pattern.split(text)
         ids = self.ids
         return [part if index % 2 == 0 else ids[part] for index, part in enumerate(parts) if part]
+
+    def cuts_at(self, text: str, position: int) -> bool:
+        """Whether `position`, the end of an added token where the split of another text with the
+        same text before it had a boundary, is a boundary of the split of `text` too.
+
+        The two splits make the same choices before `position` unless some added token matches
+        `text` from before `position` to after it (only such a match can differ between them),
+        and such a match starts less than `self.longest` characters before it.
+        """
+        if self._pattern is None:
+            return True
+        start = max(0, position - self.longest + 1)
+        end = position + self.longest - 1
+        while (match := self._pattern.search(text, start, end)) is not None and match.start() < position:
+            if match.end() > position:  # the longest token at that start runs past: not safe
+                return False
+            start = match.start() + 1
+        return True
+
+
+class Prefix(NamedTuple):
+    """A text the memo remembers: it (the caller's string, not copied), where its last added
+    token ends, and the ids of text[:chars] as the concatenation of `chunks` (an entry shares the
+    chunks of the entry it grew from and adds one)."""
+
+    text: str
+    chars: int
+    chunks: tuple[list[int], ...]
+    size: int
 
 
 class SegmentCache:
@@ -87,6 +133,10 @@ class SegmentCache:
         self.hits = 0  # unlocked counters: approximate under concurrency, never wrong ids
         self.misses = 0
         self.evictions = 0
+        # The prefix memo, newest first; replaced as a whole under the lock, read without it.
+        self._prefixes: tuple[Prefix, ...] = ()
+        self.prefix_bytes = 0
+        self.prefix_hits = 0
 
     def get(self, piece: str) -> list[int] | None:
         ids = self._ids.get(piece)
@@ -120,6 +170,37 @@ class SegmentCache:
             self.bytes -= self._sizes.pop(piece)
             self.evictions += 1
 
+    def prefix_of(self, text: str, splitter: AddedTokenSplitter) -> Prefix | None:
+        """The newest remembered text that `text` starts with and splits after the same way."""
+        for entry in self._prefixes:
+            if text.startswith(entry.text) and splitter.cuts_at(text, entry.chars):
+                self.prefix_hits += 1
+                return entry
+        return None
+
+    def remember(self, text: str, chars: int, chunks: tuple[list[int], ...], replaces: Prefix | None) -> None:
+        """Remember that text[:chars] (ending with an added token) has the ids `chunks` hold.
+        `replaces`: the entry `text` was found under, which the new one covers."""
+        count = sum(map(len, chunks))
+        if len(chunks) > _MAX_CHUNKS:  # one list again, so that reading an entry stays cheap
+            chunks = ([token_id for chunk in chunks for token_id in chunk],)
+        # conservative: chunks shared with an older entry are counted in each
+        entry = Prefix(text, chars, chunks, sys.getsizeof(text) + 8 * count + _ENTRY_OVERHEAD)
+        budget = self.budget_bytes // 4
+        if entry.size > budget:
+            return
+        with self._lock:
+            kept, total = [entry], entry.size
+            for older in self._prefixes:
+                if older is replaces:
+                    continue
+                if len(kept) == _MAX_PREFIXES or total + older.size > budget:
+                    break
+                kept.append(older)
+                total += older.size
+            self._prefixes = tuple(kept)
+            self.prefix_bytes = total
+
     def stats(self) -> dict[str, Any]:
         return {
             "entries": len(self._ids),
@@ -128,4 +209,7 @@ class SegmentCache:
             "hits": self.hits,
             "misses": self.misses,
             "evictions": self.evictions,
+            "prefixes": len(self._prefixes),
+            "prefix_bytes": self.prefix_bytes,
+            "prefix_hits": self.prefix_hits,
         }

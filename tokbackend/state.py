@@ -126,6 +126,14 @@ def _is_valid_text(text: str) -> bool:
     return True
 
 
+# Up to this many pieces that a segment-cache request misses are encoded one by one on the
+# single-text lane rather than as a batch: they are typically one long new message and a few short
+# ones, and a batch call gives each text one thread, where a single-text call splits a long text
+# across the pool (measured with `bench/backends.py cache-cost`: a ChatML request's two pieces
+# took 1.9x the plain encode as a batch).
+_FEW_TEXTS = 4
+
+
 class AccelerationState:
     """See the module docstring. `stats()` reads the counters and the routing."""
 
@@ -327,7 +335,8 @@ class AccelerationState:
     def _route_segments(self, tokenizer: AcceleratedTokenizerMixin, texts: list[str]) -> list[list[int]]:
         """Ids assembled from cached pieces; the misses of every text encoded in one call."""
         splitter, cache = self.splitter, self.segment_cache
-        split = [splitter.split(text) for text in texts]
+        heads = [cache.prefix_of(text, splitter) for text in texts]
+        split = [splitter.split(text, head.chars) if head else splitter.split(text) for text, head in zip(texts, heads)]
         found: dict[str, list[int]] = {}
         missing: dict[str, None] = {}
         for parts in split:
@@ -341,20 +350,34 @@ class AccelerationState:
         guarded: set[str] = set()
         if missing:
             pieces = list(missing)
-            encoded, guarded_indexes = self._encode_guarded(tokenizer, pieces)
+            encoded, guarded_indexes = self._encode_guarded(tokenizer, pieces, one_by_one=True)
             found.update(zip(pieces, encoded))
             # HF's ids of a guarded piece are its share of HF's ids of the text; not cached
             guarded = {pieces[index] for index in guarded_indexes}
             cache.put_many((piece, ids) for piece, ids in zip(pieces, encoded) if piece not in guarded)
         results = []
-        for parts in split:
-            ids: list[int] = []
+        lengths = splitter.lengths
+        for text, head, parts in zip(texts, heads, split):
+            ids: list[int] = []  # the caller's own list: the memo's lists are never handed out
+            chars = 0
+            if head:
+                for chunk in head.chunks:
+                    ids += chunk
+                chars = head.chars
+            reused = len(ids)
+            boundary = None  # (characters, ids) up to the last added token of the text
             for part in parts:
                 if type(part) is int:
                     ids.append(part)
+                    chars += lengths[part]
+                    boundary = (chars, len(ids))
                 else:
                     ids += found[part]
+                    chars += len(part)
             results.append(ids)
+            if boundary is not None and not (guarded and any(part in guarded for part in parts if type(part) is str)):
+                chunks = (*(head.chunks if head else ()), ids[reused : boundary[1]])
+                cache.remember(text, boundary[0], chunks, replaces=head)
         via_hf = sum(1 for parts in split if any(part in guarded for part in parts if type(part) is str)) if guarded else 0
         if via_hf:
             self.record_fallback(FallbackReason.UNICODE_GUARD, texts=via_hf)
@@ -371,16 +394,20 @@ class AccelerationState:
             self.counters.record_fast(len(texts) - len(guarded))
         return ids
 
-    def _encode_guarded(self, tokenizer: AcceleratedTokenizerMixin, texts: list[str]) -> tuple[list[list[int]], set[int]]:
+    def _encode_guarded(
+        self, tokenizer: AcceleratedTokenizerMixin, texts: list[str], one_by_one: bool = False
+    ) -> tuple[list[list[int]], set[int]]:
         """(ids of each text, indexes of the texts the Unicode guard sent to HuggingFace): the
-        lane's backend answers the others in one call (single-text lane for one, batch lane else)."""
-        lane = self.routing.single if len(texts) == 1 else self.routing.batch
+        lane's backend answers the others in one call (single-text lane for one, batch lane
+        else), or, with `one_by_one` and at most `_FEW_TEXTS` texts, one single-lane call each."""
+        few = len(texts) == 1 or (one_by_one and len(texts) <= _FEW_TEXTS)
+        lane = self.routing.single if few else self.routing.batch
         guarded = {index for index, text in enumerate(texts) if lane.guard.needs_hf(text)}
         rest = [index for index in range(len(texts)) if index not in guarded]
         ids: list[list[int]] = [[] for _ in texts]
         if rest:
-            if len(rest) == 1:
-                answered = [lane.backend.encode(texts[rest[0]])]
+            if few:
+                answered = [lane.backend.encode(texts[index]) for index in rest]
             else:
                 answered = lane.backend.encode_batch([texts[index] for index in rest])
             for index, sequence in zip(rest, answered):
