@@ -423,8 +423,11 @@ def chart(speed_json: Path, agents_json: Path | None, output: Path) -> None:
         ("burst of 40 x 32k", {name: row["burst_ms"] for name, row in speed["table"].items()}),
     ]
     if agents_json is not None:
-        agents_table = json.loads(agents_json.read_text())["table"]
-        panels.append(("agent turn (segments repeat)", {name: row["request_ms"] for name, row in agents_table.items()}))
+        agents = json.loads(agents_json.read_text())
+        title = "agent turn (segments repeat)"
+        if agents.get("host", speed["host"]) != speed["host"]:
+            title += "\n" + agents["host"]
+        panels.append((title, {name: row["request_ms"] for name, row in agents["table"].items()}))
     figure, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 5), sharey=False)
     for axis, (title, milliseconds) in zip(axes, panels):
         names = [name for name in milliseconds if name != "HF"]
