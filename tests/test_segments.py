@@ -114,13 +114,29 @@ def test_growing_conversations_reuse_the_remembered_prefix(cached_pair):
     hf, fast = cached_pair
     cache = fast.tokbackend.segment_cache
     text = "<|im_start|>system\nYou plan.<|im_end|>\n<|im_start|>user\nfirst ask<|im_end|>\n<|im_start|>assistant\n"
-    assert fast.encode(text) == hf.encode(text)
     before = cache.stats()["prefix_hits"]
-    text += "an answer<|im_end|>\n<|im_start|>user\nsecond ask<|im_end|>\n<|im_start|>assistant\n"
-    ids = fast.encode(text)
-    assert ids == hf.encode(text)
+    for turn in range(3):  # the first turn is remembered without ids, the second with them
+        ids = fast.encode(text)
+        assert ids == hf.encode(text)
+        text += f"answer {turn}<|im_end|>\n<|im_start|>user\nask {turn}<|im_end|>\n<|im_start|>assistant\n"
     assert cache.stats()["prefix_hits"] == before + 1
+    ids = fast.encode(text)
+    assert ids == hf.encode(text) and cache.stats()["prefix_hits"] == before + 2
     ids.append(-7)  # the caller's list is its own: the memo's ids are copied out
+    assert fast.encode(text) == hf.encode(text)
+
+
+def test_text_that_never_repeats_is_not_stored_and_its_ids_are_the_callers(cached_pair):
+    hf, fast = cached_pair
+    cache = fast.tokbackend.segment_cache
+    text = "<|im_start|>user\n" + "unrepeated words " * 40 + "<|im_end|>\n"
+    piece = text.removeprefix("<|im_start|>").split("<|im_end|>")[0]
+    first = fast.encode(text)
+    assert first == hf.encode(text) and cache._ids.get(piece) is None  # seen once: only its hash noted
+    first.append(-7)  # handed out without a copy, so it must be the caller's alone
+    second = fast.encode(text)
+    assert second == hf.encode(text) and cache._ids.get(piece) is not None  # seen twice: stored
+    second.append(-7)
     assert fast.encode(text) == hf.encode(text)
 
 
@@ -162,7 +178,8 @@ def test_the_cache_is_bounded_and_evicts(hf_tokenizer):
     fast = tokbackend.accelerate(hf_tokenizer, "fastokens", segment_cache_mib=1)
     for index in range(400):
         text = f"<|im_start|>user\nmessage {index} " + "lorem ipsum " * 60 + "<|im_end|>\n"
-        assert fast.encode(text) == hf_tokenizer.encode(text)
+        for _ in range(2):  # a piece is stored the second time it is seen
+            assert fast.encode(text) == hf_tokenizer.encode(text)
     stats = fast.tokbackend.stats()["segment_cache"]
     assert stats["evictions"] > 0 and stats["bytes"] <= 1 << 20
 

@@ -41,6 +41,11 @@ _ENTRY_OVERHEAD = 200
 _MAX_PREFIXES = 64
 # Chunks an entry may hold before they are joined into one list (a conversation adds one a turn).
 _MAX_CHUNKS = 16
+# The doorkeeper: a piece longer than this is stored the second time it is missed, so that text
+# that never repeats costs no copy into the cache and no eviction. It remembers the hashes of the
+# last _SEEN_LIMIT pieces missed once (~100 bytes each).
+_ADMIT_AT_ONCE_CHARS = 256
+_SEEN_LIMIT = 16_384
 
 
 class AddedTokenSplitter:
@@ -112,11 +117,11 @@ class AddedTokenSplitter:
 class Prefix(NamedTuple):
     """A text the memo remembers: it (the caller's string, not copied), where its last added
     token ends, and the ids of text[:chars] as the concatenation of `chunks` (an entry shares the
-    chunks of the entry it grew from and adds one)."""
+    chunks of the entry it grew from and adds one), or None where only the text is remembered."""
 
     text: str
     chars: int
-    chunks: tuple[list[int], ...]
+    chunks: tuple[list[int], ...] | None
     size: int
 
 
@@ -133,6 +138,7 @@ class SegmentCache:
         self.hits = 0  # unlocked counters: approximate under concurrency, never wrong ids
         self.misses = 0
         self.evictions = 0
+        self._seen: dict[int, None] = {}  # hashes of pieces missed once, oldest first
         # The prefix memo, newest first; replaced as a whole under the lock, read without it.
         self._prefixes: tuple[Prefix, ...] = ()
         self.prefix_bytes = 0
@@ -147,11 +153,26 @@ class SegmentCache:
         self._hit_since_sweep[piece] = True
         return ids
 
+    def holds(self, piece: str, ids: list[int]) -> bool:
+        """Whether the cache stores this very list for `piece`."""
+        return self._ids.get(piece) is ids
+
     def put_many(self, items: Iterable[tuple[str, list[int]]]) -> None:
+        """Store the pieces seen before (the doorkeeper): a piece missed for the first time is
+        only noted by its hash, so text that never repeats is neither stored nor evicted."""
         with self._lock:
+            seen = self._seen
             for piece, ids in items:
                 if piece in self._ids:
                     continue
+                if len(piece) > _ADMIT_AT_ONCE_CHARS:
+                    key = hash(piece)  # computed already by the lookup: str caches its hash
+                    if key not in seen:
+                        seen[key] = None
+                        if len(seen) > _SEEN_LIMIT:
+                            del seen[next(iter(seen))]
+                        continue
+                    del seen[key]
                 size = sys.getsizeof(piece) + _BYTES_PER_ID * len(ids) + _ENTRY_OVERHEAD
                 if size > self.budget_bytes // 4:
                     continue  # one piece may not flush a quarter of the cache
@@ -171,19 +192,25 @@ class SegmentCache:
             self.evictions += 1
 
     def prefix_of(self, text: str, splitter: AddedTokenSplitter) -> Prefix | None:
-        """The newest remembered text that `text` starts with and splits after the same way."""
+        """The newest remembered text that `text` starts with and splits after the same way.
+        An entry without chunks only says that `text` extends an earlier request."""
         for entry in self._prefixes:
             if text.startswith(entry.text) and splitter.cuts_at(text, entry.chars):
-                self.prefix_hits += 1
+                if entry.chunks is not None:
+                    self.prefix_hits += 1
                 return entry
         return None
 
-    def remember(self, text: str, chars: int, chunks: tuple[list[int], ...], replaces: Prefix | None) -> None:
-        """Remember that text[:chars] (ending with an added token) has the ids `chunks` hold.
+    def remember(self, text: str, chars: int, chunks: tuple[list[int], ...] | None, replaces: Prefix | None) -> None:
+        """Remember that text[:chars] (ending with an added token) has the ids `chunks` hold;
+        without chunks, only that `text` was requested (a request that extends no earlier one
+        is remembered so, which costs no copy of its ids: its next turn stores them).
         `replaces`: the entry `text` was found under, which the new one covers."""
-        count = sum(map(len, chunks))
-        if len(chunks) > _MAX_CHUNKS:  # one list again, so that reading an entry stays cheap
-            chunks = ([token_id for chunk in chunks for token_id in chunk],)
+        count = 0
+        if chunks is not None:
+            count = sum(map(len, chunks))
+            if len(chunks) > _MAX_CHUNKS:  # one list again, so that reading an entry stays cheap
+                chunks = ([token_id for chunk in chunks for token_id in chunk],)
         # conservative: chunks shared with an older entry are counted in each
         entry = Prefix(text, chars, chunks, sys.getsizeof(text) + 8 * count + _ENTRY_OVERHEAD)
         budget = self.budget_bytes // 4

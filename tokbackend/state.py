@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
+from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from tokbackend.backends import AUTO, BackendUnavailableError, EncodeBackend, backend_class
@@ -22,7 +23,7 @@ from tokbackend.models.qwen import builtin_name_of
 from tokbackend.options import AccelerationOptions
 from tokbackend.policy import FallbackReason
 from tokbackend.probe import run_probe
-from tokbackend.segments import AddedTokenSplitter, SegmentCache
+from tokbackend.segments import AddedTokenSplitter, Prefix, SegmentCache
 from tokbackend.stats import AccelerationStats
 
 if TYPE_CHECKING:
@@ -132,6 +133,47 @@ def _is_valid_text(text: str) -> bool:
 # across the pool (measured with `bench/backends.py cache-cost`: a ChatML request's two pieces
 # took 1.9x the plain encode as a batch).
 _FEW_TEXTS = 4
+
+
+def _assemble(
+    parts: list[str | int], found: dict[str, list[int]], head: Prefix | None, exclusive: set[str], lengths: dict[int, int]
+) -> tuple[list[int], int, tuple[int, int] | None]:
+    """(ids of the text, how many came from `head`, (characters, ids) up to its last added token
+    or None). Without a head, the longest piece in `exclusive` becomes the result in place (the
+    ids before it are inserted in front: a move of pointers, where a copy would touch every id)."""
+    chars, count = (head.chars, sum(map(len, head.chunks))) if head else (0, 0)
+    reused, boundary = count, None
+    for part in parts:
+        if type(part) is int:
+            chars += lengths[part]
+            count += 1
+            boundary = (chars, count)
+        else:
+            chars += len(part)
+            count += len(found[part])
+    largest = None
+    if head is None and exclusive:
+        for index, part in enumerate(parts):
+            if type(part) is str and part in exclusive and (largest is None or len(part) > len(parts[largest])):
+                largest = index
+    ids: list[int] = []  # the caller's own list: cached lists are never handed out
+    if head:
+        for chunk in head.chunks:
+            ids += chunk
+    for part in parts if largest is None else parts[:largest]:
+        if type(part) is int:
+            ids.append(part)
+        else:
+            ids += found[part]
+    if largest is not None:
+        ids, before = found[parts[largest]], ids
+        ids[0:0] = before
+        for part in parts[largest + 1 :]:
+            if type(part) is int:
+                ids.append(part)
+            else:
+                ids += found[part]
+    return ids, reused, boundary
 
 
 class AccelerationState:
@@ -335,7 +377,8 @@ class AccelerationState:
     def _route_segments(self, tokenizer: AcceleratedTokenizerMixin, texts: list[str]) -> list[list[int]]:
         """Ids assembled from cached pieces; the misses of every text encoded in one call."""
         splitter, cache = self.splitter, self.segment_cache
-        heads = [cache.prefix_of(text, splitter) for text in texts]
+        found_under = [cache.prefix_of(text, splitter) for text in texts]
+        heads = [entry if entry is not None and entry.chunks is not None else None for entry in found_under]
         split = [splitter.split(text, head.chars) if head else splitter.split(text) for text, head in zip(texts, heads)]
         found: dict[str, list[int]] = {}
         missing: dict[str, None] = {}
@@ -355,29 +398,21 @@ class AccelerationState:
             # HF's ids of a guarded piece are its share of HF's ids of the text; not cached
             guarded = {pieces[index] for index in guarded_indexes}
             cache.put_many((piece, ids) for piece, ids in zip(pieces, encoded) if piece not in guarded)
+        # Pieces encoded by this call, not stored by the cache and in no other text of it: their
+        # lists can be handed out as they are, with no copy.
+        exclusive: set[str] = set()
+        if missing:
+            counts = Counter(part for parts in split for part in parts if type(part) is str and part in missing)
+            exclusive = {piece for piece in missing if counts[piece] == 1 and not cache.holds(piece, found[piece])}
         results = []
-        lengths = splitter.lengths
-        for text, head, parts in zip(texts, heads, split):
-            ids: list[int] = []  # the caller's own list: the memo's lists are never handed out
-            chars = 0
-            if head:
-                for chunk in head.chunks:
-                    ids += chunk
-                chars = head.chars
-            reused = len(ids)
-            boundary = None  # (characters, ids) up to the last added token of the text
-            for part in parts:
-                if type(part) is int:
-                    ids.append(part)
-                    chars += lengths[part]
-                    boundary = (chars, len(ids))
-                else:
-                    ids += found[part]
-                    chars += len(part)
+        for text, entry, head, parts in zip(texts, found_under, heads, split):
+            ids, reused, boundary = _assemble(parts, found, head, exclusive, splitter.lengths)
             results.append(ids)
             if boundary is not None and not (guarded and any(part in guarded for part in parts if type(part) is str)):
-                chunks = (*(head.chunks if head else ()), ids[reused : boundary[1]])
-                cache.remember(text, boundary[0], chunks, replaces=head)
+                # a request that extends none before it is remembered without its ids (no copy);
+                # one that does (an agent's next turn) with them
+                chunks = None if entry is None else (*(head.chunks if head else ()), ids[reused : boundary[1]])
+                cache.remember(text, boundary[0], chunks, replaces=entry)
         via_hf = sum(1 for parts in split if any(part in guarded for part in parts if type(part) is str)) if guarded else 0
         if via_hf:
             self.record_fallback(FallbackReason.UNICODE_GUARD, texts=via_hf)
