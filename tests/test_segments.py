@@ -12,7 +12,7 @@ from hypothesis import Phase, settings
 import tokbackend
 from equivalence.conversations import conversations, turn_by_turn
 from equivalence.differential import find_mismatch
-from tokbackend.segments import AddedTokenSplitter
+from tokbackend.segments import AddedTokenSplitter, text_of
 
 
 def _added(tokenizer) -> list[str]:
@@ -61,7 +61,7 @@ class OffByOne(AddedTokenSplitter):
     """Planted defect: the first character after each added token is moved into the piece before."""
 
     def split(self, text, start=0):
-        parts = super().split(text, start)
+        parts = [text_of(part) for part in super().split(text, start)]
         for index in range(1, len(parts) - 1):
             if type(parts[index]) is int and type(parts[index + 1]) is str and index > 0 and type(parts[index - 1]) is str:
                 parts[index - 1] += parts[index + 1][0]
@@ -236,3 +236,15 @@ def test_eight_threads_on_shared_pieces_stay_exact(cached_pair):
     for thread in threads:
         thread.join(120)
     assert len(finished) == 8 and failures == []
+
+
+def test_long_pieces_with_the_same_length_and_ends_are_kept_apart(cached_pair):
+    """Long pieces are keyed by their length and both ends; equality decides, so two pieces that
+    agree there but differ inside never share ids, in one call or across calls."""
+    hf, fast = cached_pair
+    edge = "shared start of a tool result " * 3
+    texts = [f"<|im_start|>tool\n{edge}{middle * 400}{edge}<|im_end|>\n" for middle in ("abc ", "xyz ", "a b ")]
+    assert len({len(text) for text in texts}) == 1
+    for _ in range(2):  # the second round is answered from the cache
+        assert fast(texts)["input_ids"] == hf(texts)["input_ids"]
+        assert [fast.encode(text) for text in texts] == [hf.encode(text) for text in texts]

@@ -41,11 +41,42 @@ _ENTRY_OVERHEAD = 200
 _MAX_PREFIXES = 64
 # Chunks an entry may hold before they are joined into one list (a conversation adds one a turn).
 _MAX_CHUNKS = 16
+# Pieces longer than this are keyed as a `Piece` (length and the first and last _KEY_CHARS).
+_PIECE_CHARS = 1024
+_KEY_CHARS = 32
 # The doorkeeper: a piece longer than this is stored the second time it is missed, so that text
 # that never repeats costs no copy into the cache and no eviction. It remembers the hashes of the
 # last _SEEN_LIMIT pieces missed once (~100 bytes each).
 _ADMIT_AT_ONCE_CHARS = 256
 _SEEN_LIMIT = 16_384
+
+
+class Piece:
+    """A long piece of text as a dict key that is cheap to hash: by its length and both ends, with
+    full equality on a match (a compare is a memcmp; hashing a 130k-character str costs ~0.15 ms
+    a request, since every request's pieces are new str objects)."""
+
+    __slots__ = ("text", "_hash")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._hash = hash((len(text), text[:_KEY_CHARS], text[-_KEY_CHARS:]))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is Piece and (self.text is other.text or self.text == other.text)
+
+    def __len__(self) -> int:
+        return len(self.text)
+
+    def __repr__(self) -> str:
+        return f"Piece({self.text[:20]!r}...{len(self.text)} characters)"
+
+
+def text_of(piece: str | Piece) -> str:
+    return piece.text if type(piece) is Piece else piece
 
 
 class AddedTokenSplitter:
@@ -84,16 +115,18 @@ class AddedTokenSplitter:
             return "BPE dropout makes ids random"
         return cls({token["content"]: token["id"] for token in added if token.get("content")})
 
-    def split(self, text: str, start: int = 0) -> list[str | int]:
-        """Pieces of text (non-empty str) and added-token ids (int), in order, of text[start:]
-        (`start` must be a boundary of the split: see `cuts_at`)."""
+    def split(self, text: str, start: int = 0) -> list[str | Piece | int]:
+        """Pieces of text (non-empty; a long one as a `Piece`) and added-token ids (int), in
+        order, of text[start:] (`start` must be a boundary of the split: see `cuts_at`)."""
         if start:
             text = text[start:]
-        if self._pattern is None:
-            return [text] if text else []
-        parts = self._pattern.split(text)
+        parts = self._pattern.split(text) if self._pattern is not None else [text]
         ids = self.ids
-        return [part if index % 2 == 0 else ids[part] for index, part in enumerate(parts) if part]
+        return [
+            (part if len(part) <= _PIECE_CHARS else Piece(part)) if index % 2 == 0 else ids[part]
+            for index, part in enumerate(parts)
+            if part
+        ]
 
     def cuts_at(self, text: str, position: int) -> bool:
         """Whether `position`, the end of an added token where the split of another text with the
@@ -144,7 +177,7 @@ class SegmentCache:
         self.prefix_bytes = 0
         self.prefix_hits = 0
 
-    def get(self, piece: str) -> list[int] | None:
+    def get(self, piece: str | Piece) -> list[int] | None:
         ids = self._ids.get(piece)
         if ids is None:
             self.misses += 1
@@ -153,11 +186,11 @@ class SegmentCache:
         self._hit_since_sweep[piece] = True
         return ids
 
-    def holds(self, piece: str, ids: list[int]) -> bool:
+    def holds(self, piece: str | Piece, ids: list[int]) -> bool:
         """Whether the cache stores this very list for `piece`."""
         return self._ids.get(piece) is ids
 
-    def put_many(self, items: Iterable[tuple[str, list[int]]]) -> None:
+    def put_many(self, items: Iterable[tuple[str | Piece, list[int]]]) -> None:
         """Store the pieces seen before (the doorkeeper): a piece missed for the first time is
         only noted by its hash, so text that never repeats is neither stored nor evicted."""
         with self._lock:
@@ -166,14 +199,14 @@ class SegmentCache:
                 if piece in self._ids:
                     continue
                 if len(piece) > _ADMIT_AT_ONCE_CHARS:
-                    key = hash(piece)  # computed already by the lookup: str caches its hash
+                    key = hash(piece)  # a short str caches its hash; a Piece holds its own
                     if key not in seen:
                         seen[key] = None
                         if len(seen) > _SEEN_LIMIT:
                             del seen[next(iter(seen))]
                         continue
                     del seen[key]
-                size = sys.getsizeof(piece) + _BYTES_PER_ID * len(ids) + _ENTRY_OVERHEAD
+                size = sys.getsizeof(text_of(piece)) + _BYTES_PER_ID * len(ids) + _ENTRY_OVERHEAD
                 if size > self.budget_bytes // 4:
                     continue  # one piece may not flush a quarter of the cache
                 self._ids[piece] = ids

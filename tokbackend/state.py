@@ -23,7 +23,7 @@ from tokbackend.models.qwen import builtin_name_of
 from tokbackend.options import AccelerationOptions
 from tokbackend.policy import FallbackReason
 from tokbackend.probe import run_probe
-from tokbackend.segments import AddedTokenSplitter, Prefix, SegmentCache
+from tokbackend.segments import AddedTokenSplitter, Piece, Prefix, SegmentCache, text_of
 from tokbackend.stats import AccelerationStats
 
 if TYPE_CHECKING:
@@ -136,7 +136,11 @@ _FEW_TEXTS = 4
 
 
 def _assemble(
-    parts: list[str | int], found: dict[str, list[int]], head: Prefix | None, exclusive: set[str], lengths: dict[int, int]
+    parts: list[str | Piece | int],
+    found: dict[str | Piece, list[int]],
+    head: Prefix | None,
+    exclusive: set[str | Piece],
+    lengths: dict[int, int],
 ) -> tuple[list[int], int, tuple[int, int] | None]:
     """(ids of the text, how many came from `head`, (characters, ids) up to its last added token
     or None). Without a head, the longest piece in `exclusive` becomes the result in place (the
@@ -154,7 +158,7 @@ def _assemble(
     largest = None
     if head is None and exclusive:
         for index, part in enumerate(parts):
-            if type(part) is str and part in exclusive and (largest is None or len(part) > len(parts[largest])):
+            if type(part) is not int and part in exclusive and (largest is None or len(part) > len(parts[largest])):
                 largest = index
     ids: list[int] = []  # the caller's own list: cached lists are never handed out
     if head:
@@ -380,40 +384,40 @@ class AccelerationState:
         found_under = [cache.prefix_of(text, splitter) for text in texts]
         heads = [entry if entry is not None and entry.chunks is not None else None for entry in found_under]
         split = [splitter.split(text, head.chars) if head else splitter.split(text) for text, head in zip(texts, heads)]
-        found: dict[str, list[int]] = {}
-        missing: dict[str, None] = {}
+        found: dict[str | Piece, list[int]] = {}
+        missing: dict[str | Piece, None] = {}
         for parts in split:
             for part in parts:
-                if type(part) is str and part not in found and part not in missing:
+                if type(part) is not int and part not in found and part not in missing:
                     ids = cache.get(part)
                     if ids is None:
                         missing[part] = None
                     else:
                         found[part] = ids
-        guarded: set[str] = set()
+        guarded: set[str | Piece] = set()
         if missing:
             pieces = list(missing)
-            encoded, guarded_indexes = self._encode_guarded(tokenizer, pieces, one_by_one=True)
+            encoded, guarded_indexes = self._encode_guarded(tokenizer, [text_of(piece) for piece in pieces], one_by_one=True)
             found.update(zip(pieces, encoded))
             # HF's ids of a guarded piece are its share of HF's ids of the text; not cached
             guarded = {pieces[index] for index in guarded_indexes}
             cache.put_many((piece, ids) for piece, ids in zip(pieces, encoded) if piece not in guarded)
         # Pieces encoded by this call, not stored by the cache and in no other text of it: their
         # lists can be handed out as they are, with no copy.
-        exclusive: set[str] = set()
+        exclusive: set[str | Piece] = set()
         if missing:
-            counts = Counter(part for parts in split for part in parts if type(part) is str and part in missing)
+            counts = Counter(part for parts in split for part in parts if type(part) is not int and part in missing)
             exclusive = {piece for piece in missing if counts[piece] == 1 and not cache.holds(piece, found[piece])}
         results = []
         for text, entry, head, parts in zip(texts, found_under, heads, split):
             ids, reused, boundary = _assemble(parts, found, head, exclusive, splitter.lengths)
             results.append(ids)
-            if boundary is not None and not (guarded and any(part in guarded for part in parts if type(part) is str)):
+            if boundary is not None and not (guarded and any(part in guarded for part in parts if type(part) is not int)):
                 # a request that extends none before it is remembered without its ids (no copy);
                 # one that does (an agent's next turn) with them
                 chunks = None if entry is None else (*(head.chunks if head else ()), ids[reused : boundary[1]])
                 cache.remember(text, boundary[0], chunks, replaces=entry)
-        via_hf = sum(1 for parts in split if any(part in guarded for part in parts if type(part) is str)) if guarded else 0
+        via_hf = sum(1 for parts in split if any(part in guarded for part in parts if type(part) is not int)) if guarded else 0
         if via_hf:
             self.record_fallback(FallbackReason.UNICODE_GUARD, texts=via_hf)
         if len(texts) > via_hf:
