@@ -186,13 +186,12 @@ class SegmentCache:
         self._hit_since_sweep[piece] = True
         return ids
 
-    def holds(self, piece: str | Piece, ids: list[int]) -> bool:
-        """Whether the cache stores this very list for `piece`."""
-        return self._ids.get(piece) is ids
-
-    def put_many(self, items: Iterable[tuple[str | Piece, list[int]]]) -> None:
+    def put_many(self, items: Iterable[tuple[str | Piece, list[int]]]) -> set[str | Piece]:
         """Store the pieces seen before (the doorkeeper): a piece missed for the first time is
-        only noted by its hash, so text that never repeats is neither stored nor evicted."""
+        only noted by its hash, so text that never repeats is neither stored nor evicted.
+        Returns the pieces whose lists were stored: the others were never visible to another
+        thread, so the caller may hand them out without a copy."""
+        stored: set[str | Piece] = set()
         with self._lock:
             seen = self._seen
             for piece, ids in items:
@@ -212,7 +211,9 @@ class SegmentCache:
                 self._ids[piece] = ids
                 self._sizes[piece] = size
                 self.bytes += size
+                stored.add(piece)
             self._evict_locked()
+        return stored
 
     def _evict_locked(self) -> None:
         while self.bytes > self.budget_bytes and self._ids:

@@ -395,19 +395,18 @@ class AccelerationState:
                     else:
                         found[part] = ids
         guarded: set[str | Piece] = set()
+        exclusive: set[str | Piece] = set()
         if missing:
             pieces = list(missing)
             encoded, guarded_indexes = self._encode_guarded(tokenizer, [text_of(piece) for piece in pieces], one_by_one=True)
             found.update(zip(pieces, encoded))
             # HF's ids of a guarded piece are its share of HF's ids of the text; not cached
             guarded = {pieces[index] for index in guarded_indexes}
-            cache.put_many((piece, ids) for piece, ids in zip(pieces, encoded) if piece not in guarded)
-        # Pieces encoded by this call, not stored by the cache and in no other text of it: their
-        # lists can be handed out as they are, with no copy.
-        exclusive: set[str | Piece] = set()
-        if missing:
+            stored = cache.put_many((piece, ids) for piece, ids in zip(pieces, encoded) if piece not in guarded)
+            # Pieces encoded by this call, not stored (so never seen by another thread) and in no
+            # other text of it: their lists are handed out as they are, with no copy.
             counts = Counter(part for parts in split for part in parts if type(part) is not int and part in missing)
-            exclusive = {piece for piece in missing if counts[piece] == 1 and not cache.holds(piece, found[piece])}
+            exclusive = {piece for piece in missing if counts[piece] == 1 and piece not in stored}
         results = []
         for text, entry, head, parts in zip(texts, found_under, heads, split):
             ids, reused, boundary = _assemble(parts, found, head, exclusive, splitter.lengths)
