@@ -239,7 +239,8 @@ def _lags_while_encoding(accelerated, texts: list[str], workers: int) -> list[fl
 def cache_cost(prompts: int) -> dict:
     """What the segment cache costs on prompts that never repeat: one process, two tokenizers on
     one fastokens backend each (cache off, cache on), called alternately (ABBA) on the same
-    unseen prompts, so drift of the machine falls on both; the ratio of the medians per shape.
+    unseen prompts, so drift of the machine falls on both; per shape the ratio of the medians
+    and the median of the per-input ratios.
     Shapes: a plain 32k-token prompt; the same text as a ChatML request (system + user, so the
     cache splits, stores and remembers it); bursts of 40 ChatML requests."""
     import tokbackend

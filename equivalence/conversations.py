@@ -49,8 +49,8 @@ def conversations(added_tokens: list[str], guarded: list[int]) -> st.SearchStrat
     return st.tuples(shared_system, st.lists(message, min_size=1, max_size=6)).map(lambda pair: pair[0] + "".join(pair[1]))
 
 
-def turn_by_turn(encode: Callable[[str], list[int]], cut_after: Iterable[str] = (MESSAGE_END,)) -> Callable[[str], list[int]]:
-    cuts = sorted({text for text in cut_after if text})
+def turn_by_turn(encode: Callable[[str], list[int]], cut_after: Iterable[str] = ()) -> Callable[[str], list[int]]:
+    cuts = sorted({MESSAGE_END, *cut_after} - {""})
 
     def encode_turns(conversation: str) -> list[int]:
         ends = set()  # the end of every occurrence of every cut text, overlapping ones too

@@ -164,20 +164,22 @@ def _assemble(
     if head:
         for chunk in head.chunks:
             ids += chunk
-    for part in parts if largest is None else parts[:largest]:
+    if largest is None:
+        _extend(ids, parts, found)
+    else:
+        _extend(ids, parts[:largest], found)
+        ids, before = found[parts[largest]], ids
+        ids[0:0] = before
+        _extend(ids, parts[largest + 1 :], found)
+    return ids, reused, boundary
+
+
+def _extend(ids: list[int], parts: list[str | Piece | int], found: dict[str | Piece, list[int]]) -> None:
+    for part in parts:
         if type(part) is int:
             ids.append(part)
         else:
             ids += found[part]
-    if largest is not None:
-        ids, before = found[parts[largest]], ids
-        ids[0:0] = before
-        for part in parts[largest + 1 :]:
-            if type(part) is int:
-                ids.append(part)
-            else:
-                ids += found[part]
-    return ids, reused, boundary
 
 
 class AccelerationState:
@@ -407,20 +409,22 @@ class AccelerationState:
             # other text of it: their lists are handed out as they are, with no copy.
             counts = Counter(part for parts in split for part in parts if type(part) is not int and part in missing)
             exclusive = {piece for piece in missing if counts[piece] == 1 and piece not in stored}
+        # whether HF answered some piece of each text (then it is counted as such, and not remembered)
+        via_hf = [bool(guarded) and any(part in guarded for part in parts if type(part) is not int) for parts in split]
         results = []
-        for text, entry, head, parts in zip(texts, found_under, heads, split):
+        for text, entry, head, parts, hf_answered in zip(texts, found_under, heads, split, via_hf):
             ids, reused, boundary = _assemble(parts, found, head, exclusive, splitter.lengths)
             results.append(ids)
-            if boundary is not None and not (guarded and any(part in guarded for part in parts if type(part) is not int)):
+            if boundary is not None and not hf_answered:
                 # a request that extends none before it is remembered without its ids (no copy);
                 # one that does (an agent's next turn) with them
                 chunks = None if entry is None else (*(head.chunks if head else ()), ids[reused : boundary[1]])
                 cache.remember(text, boundary[0], chunks, replaces=entry)
-        via_hf = sum(1 for parts in split if any(part in guarded for part in parts if type(part) is not int)) if guarded else 0
-        if via_hf:
-            self.record_fallback(FallbackReason.UNICODE_GUARD, texts=via_hf)
-        if len(texts) > via_hf:
-            self.counters.record_fast(len(texts) - via_hf)
+        answered_by_hf = sum(via_hf)
+        if answered_by_hf:
+            self.record_fallback(FallbackReason.UNICODE_GUARD, texts=answered_by_hf)
+        if len(texts) > answered_by_hf:
+            self.counters.record_fast(len(texts) - answered_by_hf)
         return results
 
     def _route(self, tokenizer: AcceleratedTokenizerMixin, texts: list[str]) -> list[list[int]]:
