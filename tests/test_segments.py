@@ -24,8 +24,9 @@ def _guarded(fast) -> list[int]:
     return code_points[:: max(1, len(code_points) // 40)]
 
 
-def _cached(hf, backend):
-    fast = tokbackend.accelerate(hf, backend, segment_cache_mib=64)
+def _cached(hf, backend, mib=64):
+    """The cache on every call: tests of exactness and bounds must not see it step aside."""
+    fast = tokbackend.accelerate(hf, backend, segment_cache_mib=mib, segment_cache_steps_aside=False)
     assert fast.tokbackend.stats()["segment_cache"]["enabled"]
     return fast
 
@@ -94,7 +95,7 @@ def test_the_harness_finds_a_planted_split_defect(fresh_pair, defect):
     prefix ending inside a longer added token (tokens that overlap so added here, as a deployment
     adding tool tokens would)."""
     hf, _ = fresh_pair
-    fast = tokbackend.accelerate(hf, "gigatoken", segment_cache_mib=64)
+    fast = _cached(hf, "gigatoken")
     fast.add_special_tokens({"additional_special_tokens": ["<tool>", "<tool>_call"]})
     fast.encode("rebuild")
     assert fast.tokbackend.splitter is not None
@@ -142,7 +143,7 @@ def test_text_that_never_repeats_is_not_stored_and_its_ids_are_the_callers(cache
 
 def test_a_remembered_prefix_is_not_reused_inside_a_longer_added_token(fresh_pair):
     hf, _ = fresh_pair
-    fast = tokbackend.accelerate(hf, "gigatoken", segment_cache_mib=64)
+    fast = _cached(hf, "gigatoken")
     fast.add_special_tokens({"additional_special_tokens": ["<tool>", "<tool>_call"]})
     prefix = "<|im_start|>user\nrun <tool>"
     assert fast.encode(prefix) == hf.encode(prefix)
@@ -153,7 +154,7 @@ def test_a_remembered_prefix_is_not_reused_inside_a_longer_added_token(fresh_pai
 
 
 def test_the_prefix_memo_is_bounded(hf_tokenizer):
-    fast = tokbackend.accelerate(hf_tokenizer, "fastokens", segment_cache_mib=1)
+    fast = _cached(hf_tokenizer, "fastokens", mib=1)
     for index in range(200):
         text = f"<|im_start|>user\nagent {index} " + "lorem ipsum " * 40 + "<|im_end|>\n<|im_start|>assistant\n"
         assert fast.encode(text) == hf_tokenizer.encode(text)
@@ -175,7 +176,7 @@ def test_the_guard_applies_per_segment(cached_pair):
 
 
 def test_the_cache_is_bounded_and_evicts(hf_tokenizer):
-    fast = tokbackend.accelerate(hf_tokenizer, "fastokens", segment_cache_mib=1)
+    fast = _cached(hf_tokenizer, "fastokens", mib=1)
     for index in range(400):
         text = f"<|im_start|>user\nmessage {index} " + "lorem ipsum " * 60 + "<|im_end|>\n"
         for _ in range(2):  # a piece is stored the second time it is seen
@@ -193,7 +194,7 @@ def test_it_is_off_unless_turned_on(hf_tokenizer):
 
 def test_a_tokenizer_whose_split_is_not_reproduced_does_not_use_it(fresh_pair):
     hf, _ = fresh_pair
-    fast = tokbackend.accelerate(hf, "gigatoken", segment_cache_mib=64)
+    fast = _cached(hf, "gigatoken")
     fast.add_tokens(["<my_tool>"])  # transformers adds non-special tokens as normalized
     text = "call <my_tool> now"
     reference = tokbackend.load_hf("qwen3")
@@ -248,3 +249,35 @@ def test_long_pieces_with_the_same_length_and_ends_are_kept_apart(cached_pair):
     for _ in range(2):  # the second round is answered from the cache
         assert fast(texts)["input_ids"] == hf(texts)["input_ids"]
         assert [fast.encode(text) for text in texts] == [hf.encode(text) for text in texts]
+
+
+def test_it_steps_aside_for_text_that_never_repeats_and_comes_back_for_text_that_does(hf_tokenizer):
+    """Requests that share nothing turn most calls into plain encodes (counted in `bypassed`);
+    sampled calls keep looking, and an agent's growing conversation brings the cache back."""
+    fast = tokbackend.accelerate(hf_tokenizer, "fastokens", segment_cache_mib=64)
+    for index in range(80):
+        text = f"<|im_start|>user\nunrelated {index} " + f"word{index} " * 60 + "<|im_end|>\n<|im_start|>assistant\n"
+        assert fast.encode(text) == hf_tokenizer.encode(text)
+    stats = fast.tokbackend.stats()["segment_cache"]
+    assert stats["stepping_aside"] and 80 - 32 - 8 <= stats["bypassed"] < 80 - 32
+    system = "<|im_start|>system\n" + "You are a careful coding agent. " * 40 + "<|im_end|>\n"
+    conversation = system
+    for turn in range(40):
+        conversation += f"<|im_start|>user\nstep {turn}<|im_end|>\n<|im_start|>assistant\n"
+        assert fast.encode(conversation) == hf_tokenizer.encode(conversation)
+        conversation += f"done {turn}<|im_end|>\n"
+    stats = fast.tokbackend.stats()["segment_cache"]
+    assert not stats["stepping_aside"] and stats["prefix_hits"] > 0
+    bypassed = stats["bypassed"]
+    conversation += "<|im_start|>user\none more<|im_end|>\n"
+    assert fast.encode(conversation) == hf_tokenizer.encode(conversation)
+    assert fast.tokbackend.stats()["segment_cache"]["bypassed"] == bypassed
+
+
+def test_with_stepping_aside_off_every_call_goes_through_it(hf_tokenizer):
+    fast = _cached(hf_tokenizer, "fastokens")
+    for index in range(80):
+        text = f"<|im_start|>user\nunrelated {index} " + f"word{index} " * 60 + "<|im_end|>\n"
+        assert fast.encode(text) == hf_tokenizer.encode(text)
+    stats = fast.tokbackend.stats()["segment_cache"]
+    assert not stats["stepping_aside"] and stats["bypassed"] == 0 and stats["misses"] >= 80

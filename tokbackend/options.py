@@ -35,6 +35,9 @@ class AccelerationOptions:
         tokens, reused across requests: `tokbackend.segments`); for agent and chat traffic, whose
         requests resend earlier turns. Off (None) by default: on prompts that never repeat it
         costs 15-70% (README "Segment cache"). `DEFAULT_SEGMENT_CACHE_MIB` (64) is a good budget.
+    segment_cache_steps_aside: while the traffic reuses less than an eighth of its text, encode
+        most calls as with the segment cache off (a sampled eighth keep looking for text worth
+        caching; `tokbackend.segments`). False: every call goes through the cache.
     """
 
     backend: str = DEFAULT_BACKEND
@@ -44,6 +47,7 @@ class AccelerationOptions:
     unicode_guard: UnicodeGuardMode = "derive"
     cache_budget_mib: int | None = DEFAULT_CACHE_BUDGET_MIB
     segment_cache_mib: int | None = None
+    segment_cache_steps_aside: bool = True
 
     def __post_init__(self) -> None:
         if self.backend != AUTO:

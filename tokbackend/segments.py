@@ -10,7 +10,9 @@ normalizer); other tokenizers do not use the cache (`stats()["segment_cache"]["u
 
 `SegmentCache` is bounded by a byte budget and evicts in insertion order with a second chance
 for pieces hit since the last sweep. A hit takes no lock: one dict read and one dict write,
-each atomic under the GIL; inserts and eviction take the cache's lock.
+each atomic under the GIL; inserts and eviction take the cache's lock. Where the traffic never
+repeats, the cache steps aside (`SegmentCache.consulted`): most calls are then encoded as with
+the cache off, and a sampled few keep looking for text worth caching.
 
 Agents resend their conversation with one more message each turn, so the cache also remembers
 recent texts with the ids up to their last added token (the prefix memo, a quarter of the
@@ -49,6 +51,15 @@ _KEY_CHARS = 32
 # last _SEEN_LIMIT pieces missed once (~100 bytes each).
 _ADMIT_AT_ONCE_CHARS = 256
 _SEEN_LIMIT = 16_384
+# Stepping aside: after _DRY_TEXTS texts in a row of which less than 1/_WORTH of the characters
+# came from the cache (or the memo, or extended a remembered request), only every _SAMPLE-th call
+# goes through it and the others are encoded as with the cache off, until a sampled call finds
+# enough again. A miss costs the split, lookups and bookkeeping (~0.15-0.2 ms per 130k
+# characters, ~8% of the encode; `bench/backends.py cache-cost`), which traffic that never
+# repeats would pay on every request.
+_DRY_TEXTS = 32
+_SAMPLE = 8
+_WORTH = 8
 
 
 class Piece:
@@ -161,8 +172,9 @@ class Prefix(NamedTuple):
 class SegmentCache:
     """piece -> ids, bounded by `budget_bytes` (see the module docstring)."""
 
-    def __init__(self, budget_bytes: int) -> None:
+    def __init__(self, budget_bytes: int, steps_aside: bool = True) -> None:
         self.budget_bytes = budget_bytes
+        self.steps_aside = steps_aside
         self._ids: dict[str, list[int]] = {}
         self._sizes: dict[str, int] = {}
         self._hit_since_sweep: dict[str, bool] = {}
@@ -176,6 +188,28 @@ class SegmentCache:
         self._prefixes: tuple[Prefix, ...] = ()
         self.prefix_bytes = 0
         self.prefix_hits = 0
+        self._dry = 0  # texts in a row that reused too little (unlocked: approximate, like the counters)
+        self._calls = 0
+        self.bypassed = 0
+
+    def consulted(self, texts: int) -> bool:
+        """Whether a call with this many texts goes through the cache; False (counted in
+        `bypassed`) while it is stepping aside and the call is not one of the sampled ones."""
+        if self._dry < _DRY_TEXTS or not self.steps_aside:
+            return True
+        self._calls += 1
+        if self._calls % _SAMPLE == 0:
+            return True
+        self.bypassed += texts
+        return False
+
+    def note_reuse(self, texts: int, reused_chars: int, total_chars: int) -> None:
+        """Record how much of a consulted call's text came from the cache."""
+        self._dry = 0 if reused_chars * _WORTH >= total_chars else self._dry + texts
+
+    @property
+    def stepping_aside(self) -> bool:
+        return self.steps_aside and self._dry >= _DRY_TEXTS
 
     def get(self, piece: str | Piece) -> list[int] | None:
         ids = self._ids.get(piece)
@@ -273,4 +307,6 @@ class SegmentCache:
             "prefixes": len(self._prefixes),
             "prefix_bytes": self.prefix_bytes,
             "prefix_hits": self.prefix_hits,
+            "stepping_aside": self.stepping_aside,
+            "bypassed": self.bypassed,
         }

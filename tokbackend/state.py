@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
-from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from tokbackend.backends import AUTO, BackendUnavailableError, EncodeBackend, backend_class
@@ -338,7 +337,7 @@ class AccelerationState:
             logger.info("%s: segment cache off: %s", self.model, splitter)
             return
         self.splitter = splitter
-        self.segment_cache = SegmentCache(self.options.segment_cache_mib << 20)
+        self.segment_cache = SegmentCache(self.options.segment_cache_mib << 20, self.options.segment_cache_steps_aside)
 
     def _disable(self, reason: str, strict_message: str) -> None:
         if self.options.strict:
@@ -366,7 +365,11 @@ class AccelerationState:
             self.record_fallback(FallbackReason.POST_PROCESSOR, texts=len(texts))
             return None
         try:
-            ids = self._route(tokenizer, texts) if self.segment_cache is None else self._route_segments(tokenizer, texts)
+            cache = self.segment_cache
+            if cache is not None and cache.consulted(len(texts)):
+                ids = self._route_segments(tokenizer, texts, cache)
+            else:
+                ids = self._route(tokenizer, texts)
         except Exception as error:
             # Bad input (a lone surrogate, say) must fail exactly as HuggingFace fails on it.
             reason = FallbackReason.BACKEND_ERROR if all(map(_is_valid_text, texts)) else FallbackReason.BAD_INPUT
@@ -380,22 +383,33 @@ class AccelerationState:
             return None
         return ids
 
-    def _route_segments(self, tokenizer: AcceleratedTokenizerMixin, texts: list[str]) -> list[list[int]]:
+    def _route_segments(
+        self, tokenizer: AcceleratedTokenizerMixin, texts: list[str], cache: SegmentCache
+    ) -> list[list[int]]:
         """Ids assembled from cached pieces; the misses of every text encoded in one call."""
-        splitter, cache = self.splitter, self.segment_cache
+        splitter = self.splitter
         found_under = [cache.prefix_of(text, splitter) for text in texts]
         heads = [entry if entry is not None and entry.chunks is not None else None for entry in found_under]
         split = [splitter.split(text, head.chars) if head else splitter.split(text) for text, head in zip(texts, heads)]
+        # reused: characters answered by the memo or the cache, or extending a remembered request
+        reused = sum(entry.chars for entry in found_under if entry is not None)
         found: dict[str | Piece, list[int]] = {}
         missing: dict[str | Piece, None] = {}
+        repeated: set[str | Piece] = set()  # missed pieces that occur more than once in the call
         for parts in split:
             for part in parts:
-                if type(part) is not int and part not in found and part not in missing:
-                    ids = cache.get(part)
-                    if ids is None:
-                        missing[part] = None
-                    else:
-                        found[part] = ids
+                if type(part) is int or part in found:
+                    continue
+                if part in missing:
+                    repeated.add(part)
+                    continue
+                ids = cache.get(part)
+                if ids is None:
+                    missing[part] = None
+                else:
+                    found[part] = ids
+                    reused += len(part)
+        cache.note_reuse(len(texts), reused, sum(map(len, texts)))
         guarded: set[str | Piece] = set()
         exclusive: set[str | Piece] = set()
         if missing:
@@ -407,8 +421,7 @@ class AccelerationState:
             stored = cache.put_many((piece, ids) for piece, ids in zip(pieces, encoded) if piece not in guarded)
             # Pieces encoded by this call, not stored (so never seen by another thread) and in no
             # other text of it: their lists are handed out as they are, with no copy.
-            counts = Counter(part for parts in split for part in parts if type(part) is not int and part in missing)
-            exclusive = {piece for piece in missing if counts[piece] == 1 and piece not in stored}
+            exclusive = missing.keys() - stored - repeated
         # whether HF answered some piece of each text (then it is counted as such, and not remembered)
         via_hf = [bool(guarded) and any(part in guarded for part in parts if type(part) is not int) for parts in split]
         results = []
