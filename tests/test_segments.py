@@ -281,3 +281,38 @@ def test_with_stepping_aside_off_every_call_goes_through_it(hf_tokenizer):
         assert fast.encode(text) == hf_tokenizer.encode(text)
     stats = fast.tokbackend.stats()["segment_cache"]
     assert not stats["stepping_aside"] and stats["bypassed"] == 0 and stats["misses"] >= 80
+
+
+def test_a_child_forked_while_another_thread_holds_the_cache_lock_still_encodes(hf_tokenizer):
+    import multiprocessing
+
+    fast = _cached(hf_tokenizer, "fastokens")
+    text = "<|im_start|>user\n" + "forked child " * 40 + "<|im_end|>\n"
+    expected = hf_tokenizer.encode(text)
+    holding, release = threading.Event(), threading.Event()
+
+    def hold():
+        with fast.tokbackend.segment_cache._lock:
+            holding.set()
+            release.wait(60)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    holding.wait(10)
+    try:
+        child = multiprocessing.get_context("fork").Process(target=_encode_twice_and_exit, args=(fast, text, expected))
+        child.start()
+        child.join(60)
+    finally:
+        release.set()
+        holder.join()
+    if child.exitcode is None:
+        child.kill()
+    assert child.exitcode == 0
+
+
+def _encode_twice_and_exit(fast, text, expected):
+    import os
+
+    ok = fast.encode(text) == expected and fast.encode(text) == expected  # the second stores it
+    os._exit(0 if ok else 1)

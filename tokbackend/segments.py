@@ -29,6 +29,7 @@ import os
 import re
 import sys
 import threading
+import weakref
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
@@ -169,6 +170,21 @@ class Prefix(NamedTuple):
     size: int
 
 
+_caches: weakref.WeakSet[SegmentCache] = weakref.WeakSet()
+
+
+def _new_locks_in_child() -> None:
+    """A lock another thread held when the process forked stays held in the child forever:
+    each cache starts the child with a fresh one (each entry is set in one step, so its ids are
+    right; at worst the byte count is off by what the other thread was storing)."""
+    for cache in list(_caches):
+        cache._lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_locks_in_child)
+
+
 class SegmentCache:
     """piece -> ids, bounded by `budget_bytes` (see the module docstring)."""
 
@@ -191,6 +207,7 @@ class SegmentCache:
         self._dry = 0  # texts in a row that reused too little (unlocked: approximate, like the counters)
         self._calls = 0
         self.bypassed = 0
+        _caches.add(self)
 
     def consulted(self, texts: int) -> bool:
         """Whether a call with this many texts goes through the cache; False (counted in
