@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -251,6 +252,32 @@ def test_verify_exits_1_when_the_fast_path_silently_answers_nothing(monkeypatch,
     monkeypatch.setattr(AccelerationState, "answer", lambda self, tokenizer, texts, add_special_tokens, limit: None)
     assert cli.main(["verify", "qwen3", "--quick", "--no-progress"]) == EXIT_MISMATCH
     assert "answered none" in capsys.readouterr().out
+
+
+def test_verify_exits_1_when_the_segment_cache_splits_one_character_off(monkeypatch, capsys):
+    """A planted defect in the segment cache alone (the first character after an added token
+    moves into the piece before it): the backend is right, the conversations step must fail."""
+    from tokbackend.segments import AddedTokenSplitter
+
+    def off_by_one(self, text, start=0):
+        parts = original(self, text, start)
+        for index in range(1, len(parts) - 1):
+            before, after = parts[index - 1], parts[index + 1]
+            if type(parts[index]) is int and type(before) is str and type(after) is str and len(after) > 1:
+                parts[index - 1], parts[index + 1] = before + after[0], after[1:]
+        return parts
+
+    original = AddedTokenSplitter.split
+    monkeypatch.setattr(AddedTokenSplitter, "split", off_by_one)
+    exit_code = cli.main(["verify", "qwen3.6", "--only", "segments", "--no-progress"])
+    output = capsys.readouterr().out
+    assert exit_code == EXIT_MISMATCH, output[-3000:]
+    assert "a conversation differs with the segment cache on" in output
+
+
+def test_verify_checks_the_segment_cache_on_conversations(capsys):
+    assert cli.main(["verify", "qwen3.6", "--only", "segments", "--no-progress"]) == EXIT_OK
+    assert re.search(r"^segment cache\s+ok\s+[\d.]+\s+conversations agree turn by turn", capsys.readouterr().out, re.MULTILINE)
 
 
 def _guard_classes(record: dict) -> dict[tuple[str, ...], list[int]]:

@@ -12,7 +12,7 @@ from hypothesis import Phase, settings
 import tokbackend
 from equivalence.conversations import conversations, turn_by_turn
 from equivalence.differential import find_mismatch
-from tokbackend.segments import AddedTokenSplitter, text_of
+from tokbackend.segments import DEFAULT_SEGMENT_CACHE_MIB, AddedTokenSplitter, text_of
 
 
 def _added(tokenizer) -> list[str]:
@@ -185,8 +185,11 @@ def test_the_cache_is_bounded_and_evicts(hf_tokenizer):
     assert stats["evictions"] > 0 and stats["bytes"] <= 1 << 20
 
 
-def test_it_is_off_unless_turned_on(hf_tokenizer):
-    fast = tokbackend.accelerate(hf_tokenizer, "fastokens")
+def test_it_is_on_by_default_and_none_turns_it_off(hf_tokenizer):
+    default = tokbackend.accelerate(hf_tokenizer, "fastokens")
+    stats = default.tokbackend.stats()["segment_cache"]
+    assert stats["enabled"] and stats["budget_mib"] == DEFAULT_SEGMENT_CACHE_MIB
+    fast = tokbackend.accelerate(hf_tokenizer, "fastokens", segment_cache_mib=None)
     assert fast.tokbackend.stats()["segment_cache"] == {"enabled": False}
     assert fast.tokbackend.segment_cache is None
     assert fast.encode("<|im_start|>x") == hf_tokenizer.encode("<|im_start|>x")

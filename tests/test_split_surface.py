@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import logging
 import pickle
+import uuid
 
 import pytest
 from conftest import fast_counts
@@ -58,7 +59,9 @@ def test_call_on_str_and_on_batch(hf_tokenizer, fast_tokenizer):
     assert fast_counts(fast_tokenizer) == (before + 1 + 2 * len(TEXTS), fallbacks)
 
 
-def test_batch_uses_the_backend_batch_call(fast_tokenizer):
+def test_batch_uses_the_backend_batch_call(fast_tokenizer, hf_tokenizer):
+    """Unseen texts of one batch reach the backend in one batch call (through the segment cache,
+    which is on by default: they are its misses)."""
     backend = fast_tokenizer.tokbackend.backend
     calls = []
     original = type(backend).encode_batch
@@ -67,12 +70,16 @@ def test_batch_uses_the_backend_batch_call(fast_tokenizer):
         calls.append(len(texts))
         return original(self, texts)
 
+    marker = uuid.uuid4().hex
+    plain = [text for text in TEXTS + ["plain words", "more words"] * 2 if "<" not in text]
+    texts = [f"{marker} {index} {text}" for index, text in enumerate(plain)]
     type(backend).encode_batch = counting
     try:
-        fast_tokenizer(TEXTS)
+        ids = fast_tokenizer(texts)["input_ids"]
     finally:
         type(backend).encode_batch = original
-    assert calls == [len(TEXTS)]
+    assert calls == [len(texts)] and len(texts) > 4
+    assert ids == hf_tokenizer(texts)["input_ids"]
 
 
 def test_chat_template_encode_goes_through_the_fast_path(hf_tokenizer, fast_tokenizer):

@@ -7,6 +7,7 @@ from typing import Literal
 
 from tokbackend.backends import AUTO, backend_class
 from tokbackend.backends.base import DEFAULT_CACHE_BUDGET_MIB
+from tokbackend.segments import DEFAULT_SEGMENT_CACHE_MIB
 
 # The backend `accelerate()` and `load()` use when none is named; see README "Choosing a backend".
 DEFAULT_BACKEND = AUTO
@@ -31,10 +32,11 @@ class AccelerationOptions:
         with strict=True), or "off" (no guard: only for backends known to be exact).
     cache_budget_mib: how far the caches of a backend that never evicts (gigatoken) may grow the
         process's resident memory before they are renewed; None: unbounded.
-    segment_cache_mib: turns on the segment cache with this budget (ids of the text between added
-        tokens, reused across requests: `tokbackend.segments`); for agent and chat traffic, whose
-        requests resend earlier turns. Off (None) by default: on prompts that never repeat it
-        costs 15-70% (README "Segment cache"). `DEFAULT_SEGMENT_CACHE_MIB` (64) is a good budget.
+    segment_cache_mib: the segment cache's budget (ids of the text between added tokens, reused
+        across requests: `tokbackend.segments`), for agent and chat traffic, whose requests resend
+        earlier turns; the prefix memo may take a quarter more. None turns it off. On by default
+        (`DEFAULT_SEGMENT_CACHE_MIB`, 64): on prompts that never repeat it steps aside (README
+        "Segment cache").
     segment_cache_steps_aside: while the traffic reuses less than an eighth of its text, encode
         most calls as with the segment cache off (a sampled eighth keep looking for text worth
         caching; `tokbackend.segments`). False: every call goes through the cache.
@@ -46,7 +48,7 @@ class AccelerationOptions:
     allow_hf_fallback: bool = False
     unicode_guard: UnicodeGuardMode = "derive"
     cache_budget_mib: int | None = DEFAULT_CACHE_BUDGET_MIB
-    segment_cache_mib: int | None = None
+    segment_cache_mib: int | None = DEFAULT_SEGMENT_CACHE_MIB
     segment_cache_steps_aside: bool = True
 
     def __post_init__(self) -> None:

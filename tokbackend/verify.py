@@ -1,7 +1,8 @@
 """`verify_model`: the pre-deploy gate behind `tokbackend verify <model>`.
 
 Steps: load the backend for the model; boot probe; exhaustive code-point scan; Hypothesis
-properties per input class; chat-template path; grammar gate; a speed line. Each step yields
+properties per input class; the segment cache on conversations; chat-template path; grammar
+gate; a speed line. Each step yields
 a `StepResult`; the report's exit code follows the documented contract:
 
     0  the backend is exact and usable for this model
@@ -28,7 +29,7 @@ from tokbackend.options import DEFAULT_BACKEND
 
 EXIT_OK, EXIT_MISMATCH, EXIT_UNAVAILABLE, EXIT_GRAMMAR, EXIT_NOT_FOUND, EXIT_MISSING_TOOLS = 0, 1, 2, 3, 4, 5
 # The steps after load and boot probe, by the names `only` (and `--only`) take.
-STEPS = ("scan", "properties", "chat", "grammar", "speed")
+STEPS = ("scan", "properties", "segments", "chat", "grammar", "speed")
 
 
 @dataclasses.dataclass
@@ -149,7 +150,8 @@ def verify_model(
         try:
             # The probe's safety net is left off here so every step below sees the backend's
             # own answers (through the Unicode guard, as deployed); the probe is its own step.
-            accelerated = tokbackend.accelerate(hf, backend=backend, probe=False)
+            # The segment cache is off here (every text reaches the backend) and has its own step.
+            accelerated = tokbackend.accelerate(hf, backend=backend, probe=False, segment_cache_mib=None)
         except (BackendUnavailableError, GuardUnavailableError, ValueError) as error:
             step.done("unavailable", f"backend {backend!r} cannot serve {model}: {error}")
             return report
@@ -181,6 +183,10 @@ def verify_model(
         "properties": (
             "hypothesis properties",
             lambda: _properties(report, hf, accelerated, profile, examples, seed, quick, announce, progress),
+        ),
+        "segments": (
+            "segment cache",
+            lambda: _segments(report, hf, backend, profile, examples, seed, quick, announce),
         ),
         "chat": ("chat template", lambda: _chat_template(report, hf, accelerated, announce)),
         "grammar": ("grammar gate", lambda: _grammar(report, hf, accelerated, announce)),
@@ -282,6 +288,49 @@ def _properties(report, hf, accelerated, profile, examples, seed, quick, announc
                 f"{len(classes)} input classes agree (up to {per_class} examples each, profile {profile!r}); "
                 f"backend answered {answered} texts",
                 backend_answered=answered,
+            )
+
+
+def _segments(report, hf, backend, profile, examples, seed, quick, announce) -> None:
+    """Conversations encoded turn by turn (each request extends the last, as an agent's do)
+    through a tokenizer whose segment cache answers every call, against HF."""
+    from hypothesis import settings
+
+    import tokbackend
+    from equivalence.conversations import conversations, turn_by_turn
+    from equivalence.differential import find_mismatch
+
+    with _Step(report, "segment cache", announce) as step:
+        cached = tokbackend.accelerate(hf, backend=backend, probe=False, segment_cache_steps_aside=False)
+        cache_stats = cached.tokbackend.stats()["segment_cache"]
+        if not cache_stats["enabled"]:
+            step.done("info", f"not used for this model ({cache_stats.get('unsupported')}); every request is encoded whole")
+            return
+        base = settings.get_profile(profile)
+        if examples is not None:
+            base = settings(base, max_examples=examples)
+        if quick:
+            base = settings(base, max_examples=min(base.max_examples, 10))
+        if seed:
+            base = settings(base, derandomize=False)
+        added = [str(token) for token in hf.added_tokens_decoder.values()]
+        guarded = sorted(cached.tokbackend.guard.code_points)
+        strategy = conversations(added, guarded[:: max(1, len(guarded) // 40)])
+        encode_hf, encode_cached = turn_by_turn(hf.encode, added), turn_by_turn(cached.encode, added)
+        mismatch = find_mismatch(encode_hf, encode_cached, strategy, "conversations", base, seed or None)
+        cache_stats = cached.tokbackend.stats()["segment_cache"]
+        if mismatch is not None:
+            announce(mismatch.report())
+            step.done("mismatch", "a conversation differs with the segment cache on", counterexamples=[mismatch.report()])
+        elif cache_stats["hits"] == 0:
+            step.done("mismatch", "no request was answered from the cache: a gate the cache took no part in proves nothing")
+        else:
+            step.done(
+                "ok",
+                f"conversations agree turn by turn (up to {base.max_examples} examples); cache hits {cache_stats['hits']}, "
+                f"remembered-prefix hits {cache_stats['prefix_hits']}",
+                hits=cache_stats["hits"],
+                prefix_hits=cache_stats["prefix_hits"],
             )
 
 
