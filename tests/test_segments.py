@@ -319,3 +319,18 @@ def _encode_twice_and_exit(fast, text, expected):
 
     ok = fast.encode(text) == expected and fast.encode(text) == expected  # the second stores it
     os._exit(0 if ok else 1)
+
+
+def test_a_first_burst_sharing_a_system_prompt_stores_it_and_keeps_the_cache_in(hf_tokenizer):
+    """A fresh replica's first burst: 40 requests share one system prompt. It is encoded once,
+    stored at once (seen twice in one call), and counts as reuse, so the cache does not step aside."""
+    fast = tokbackend.accelerate(hf_tokenizer, "fastokens", segment_cache_mib=64)
+    system = "<|im_start|>system\n" + "Use the tools; answer in JSON. " * 30 + "<|im_end|>\n"
+    burst = [system + f"<|im_start|>user\nagent {index}: " + "task " * 20 + "<|im_end|>\n" for index in range(40)]
+    assert fast(burst)["input_ids"] == hf_tokenizer(burst)["input_ids"]
+    stats = fast.tokbackend.stats()["segment_cache"]
+    assert not stats["stepping_aside"] and stats["entries"] >= 1
+    hits = stats["hits"]
+    text = system + "<|im_start|>user\nagent 41<|im_end|>\n"
+    assert fast.encode(text) == hf_tokenizer.encode(text)
+    assert fast.tokbackend.stats()["segment_cache"]["hits"] > hits

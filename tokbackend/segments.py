@@ -237,9 +237,13 @@ class SegmentCache:
         self._hit_since_sweep[piece] = True
         return ids
 
-    def put_many(self, items: Iterable[tuple[str | Piece, list[int]]]) -> set[str | Piece]:
+    def put_many(
+        self, items: Iterable[tuple[str | Piece, list[int]]], seen_twice: set[str | Piece] = frozenset()
+    ) -> set[str | Piece]:
         """Store the pieces seen before (the doorkeeper): a piece missed for the first time is
-        only noted by its hash, so text that never repeats is neither stored nor evicted.
+        only noted by its hash, so text that never repeats is neither stored nor evicted; one in
+        `seen_twice` (more than once in the caller's call: a burst sharing a system prompt) is
+        stored at once.
         Returns the pieces whose lists were stored: the others were never visible to another
         thread, so the caller may hand them out without a copy."""
         stored: set[str | Piece] = set()
@@ -248,7 +252,7 @@ class SegmentCache:
             for piece, ids in items:
                 if piece in self._ids:
                     continue
-                if len(piece) > _ADMIT_AT_ONCE_CHARS:
+                if len(piece) > _ADMIT_AT_ONCE_CHARS and piece not in seen_twice:
                     key = hash(piece)  # a short str caches its hash; a Piece holds its own
                     if key not in seen:
                         seen[key] = None

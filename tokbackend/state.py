@@ -398,13 +398,14 @@ class AccelerationState:
         repeated: set[str | Piece] = set()  # missed pieces that occur more than once in the call
         for parts in split:
             for part in parts:
-                if type(part) is int or part in found:
+                if type(part) is int:
                     continue
-                if part in missing:
+                if part in found:  # a second occurrence in this call (a burst's system prompt)
+                    reused += len(part)
+                elif part in missing:
                     repeated.add(part)
-                    continue
-                ids = cache.get(part)
-                if ids is None:
+                    reused += len(part)
+                elif (ids := cache.get(part)) is None:
                     missing[part] = None
                 else:
                     found[part] = ids
@@ -418,7 +419,7 @@ class AccelerationState:
             found.update(zip(pieces, encoded))
             # HF's ids of a guarded piece are its share of HF's ids of the text; not cached
             guarded = {pieces[index] for index in guarded_indexes}
-            stored = cache.put_many((piece, ids) for piece, ids in zip(pieces, encoded) if piece not in guarded)
+            stored = cache.put_many(((piece, ids) for piece, ids in zip(pieces, encoded) if piece not in guarded), repeated)
             # Pieces encoded by this call, not stored (so never seen by another thread) and in no
             # other text of it: their lists are handed out as they are, with no copy.
             exclusive = missing.keys() - stored - repeated
