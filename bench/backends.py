@@ -373,8 +373,7 @@ NEW_TEXT_ONLY = "raw fastokens, new pieces only (floor)"
 
 
 def _new_text_only(tokenizer_json: str, first_turns: list[str], requests: list[str]) -> Callable:
-    import fastokens
-
+    from tokbackend.backends.fastokens import FastokensBackend, FastokensOptions
     from tokbackend.segments import AddedTokenSplitter, text_of
 
     splitter = AddedTokenSplitter.for_tokenizer_json(tokenizer_json)
@@ -390,15 +389,13 @@ def _new_text_only(tokenizer_json: str, first_turns: list[str], requests: list[s
     request_pieces = iter([new_pieces([text]) for text in requests])
 
     def build():
-        rust = fastokens.Tokenizer.from_json_str(tokenizer_json)
-
-        def ids(piece: str) -> list[int]:  # as the fastokens backend does it
-            return array.array("I", rust.encode_batch_flat([piece])[0]).tolist()
+        # the backend class tokbackend encodes missed pieces with, without tokbackend around it
+        backend = FastokensBackend(tokenizer_json, FastokensOptions(warm=False))
 
         def one(text: str) -> list[list[int]]:
-            return [ids(piece) for piece in next(request_pieces)]
+            return [backend.encode(piece) for piece in next(request_pieces)]
 
-        return one, lambda texts: [e.ids for e in rust.encode_batch(burst_pieces)]
+        return one, lambda texts: backend.encode_batch(burst_pieces)
 
     return build
 

@@ -25,6 +25,12 @@ MESSAGE_END = "<|im_end|>\n"
 EDGES = (" ", "  ", "\n", "\n\n", "\t", "'s", "'ll", "\u0301", "\u0300\u0316", "<|im_end", "<|im_start|", "|>", "<", ">", "")
 
 
+def guarded_sample(code_points: Iterable[int], most: int = 40) -> list[int]:
+    """About `most` of a Unicode guard's code points, spread over its range, to plant in messages."""
+    ordered = sorted(code_points)
+    return ordered[:: max(1, len(ordered) // most)]
+
+
 def message_bodies(added_tokens: list[str], guarded: list[int]) -> st.SearchStrategy[str]:
     classes = input_classes(added_tokens)
     body = st.one_of(*(factory() for name, factory in classes.items() if name != "long_prompts"))

@@ -275,6 +275,24 @@ def test_verify_exits_1_when_the_segment_cache_splits_one_character_off(monkeypa
     assert "a conversation differs with the segment cache on" in output
 
 
+def test_verify_exits_1_when_the_prefix_memo_drops_an_id(monkeypatch, capsys):
+    """A planted defect in the prefix memo alone (the ids it remembers for a request lose their
+    last one): every piece is right, the reuse of an earlier turn is not; the step must fail."""
+    from tokbackend.segments import SegmentCache
+
+    def drops_last_id(self, text, chars, chunks, replaces):
+        if chunks and chunks[-1]:
+            chunks = (*chunks[:-1], chunks[-1][:-1])
+        original(self, text, chars, chunks, replaces)
+
+    original = SegmentCache.remember
+    monkeypatch.setattr(SegmentCache, "remember", drops_last_id)
+    exit_code = cli.main(["verify", "qwen3.6", "--only", "segments", "--no-progress"])
+    output = capsys.readouterr().out
+    assert exit_code == EXIT_MISMATCH, output[-3000:]
+    assert "a conversation differs with the segment cache on" in output
+
+
 def test_verify_checks_the_segment_cache_on_conversations(capsys):
     assert cli.main(["verify", "qwen3.6", "--only", "segments", "--no-progress"]) == EXIT_OK
     assert re.search(r"^segment cache\s+ok\s+[\d.]+\s+conversations agree turn by turn", capsys.readouterr().out, re.MULTILINE)

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import Phase, settings
 
 import tokbackend
-from equivalence.conversations import conversations, turn_by_turn
+from equivalence.conversations import conversations, guarded_sample, turn_by_turn
 from equivalence.differential import find_mismatch
 from tokbackend.segments import DEFAULT_SEGMENT_CACHE_MIB, AddedTokenSplitter, text_of
 
@@ -20,8 +20,7 @@ def _added(tokenizer) -> list[str]:
 
 
 def _guarded(fast) -> list[int]:
-    code_points = sorted(fast.tokbackend.guard.code_points)
-    return code_points[:: max(1, len(code_points) // 40)]
+    return guarded_sample(fast.tokbackend.guard.code_points)
 
 
 def _cached(hf, backend, mib=64):

@@ -212,7 +212,7 @@ class SegmentCache:
     def consulted(self, texts: int) -> bool:
         """Whether a call with this many texts goes through the cache; False (counted in
         `bypassed`) while it is stepping aside and the call is not one of the sampled ones."""
-        if self._dry < _DRY_TEXTS or not self.steps_aside:
+        if not self.stepping_aside:
             return True
         self._calls += 1
         if self._calls % _SAMPLE == 0:

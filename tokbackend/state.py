@@ -391,8 +391,8 @@ class AccelerationState:
         found_under = [cache.prefix_of(text, splitter) for text in texts]
         heads = [entry if entry is not None and entry.chunks is not None else None for entry in found_under]
         split = [splitter.split(text, head.chars) if head else splitter.split(text) for text, head in zip(texts, heads)]
-        # reused: characters answered by the memo or the cache, or extending a remembered request
-        reused = sum(entry.chars for entry in found_under if entry is not None)
+        # characters answered by the memo or the cache, or extending a remembered request
+        reused_chars = sum(entry.chars for entry in found_under if entry is not None)
         found: dict[str | Piece, list[int]] = {}
         missing: dict[str | Piece, None] = {}
         repeated: set[str | Piece] = set()  # missed pieces that occur more than once in the call
@@ -401,16 +401,16 @@ class AccelerationState:
                 if type(part) is int:
                     continue
                 if part in found:  # a second occurrence in this call (a burst's system prompt)
-                    reused += len(part)
+                    reused_chars += len(part)
                 elif part in missing:
                     repeated.add(part)
-                    reused += len(part)
+                    reused_chars += len(part)
                 elif (ids := cache.get(part)) is None:
                     missing[part] = None
                 else:
                     found[part] = ids
-                    reused += len(part)
-        cache.note_reuse(len(texts), reused, sum(map(len, texts)))
+                    reused_chars += len(part)
+        cache.note_reuse(len(texts), reused_chars, sum(map(len, texts)))
         guarded: set[str | Piece] = set()
         exclusive: set[str | Piece] = set()
         if missing:

@@ -241,19 +241,30 @@ def _code_point_scan(report, hf, raw_backend, accelerated, announce, progress, c
             step.done("ok", detail, **data)
 
 
-def _properties(report, hf, accelerated, profile, examples, seed, quick, announce, progress) -> None:
+def _base_settings(profile: str, examples: int | None, quick: bool):
+    """The Hypothesis settings of the property steps: the profile, capped by --examples and --quick."""
     from hypothesis import settings
-
-    from equivalence.differential import find_mismatch
-    from equivalence.strategies import input_classes
 
     base = settings.get_profile(profile)
     if examples is not None:
         base = settings(base, max_examples=examples)
     if quick:
         base = settings(base, max_examples=min(base.max_examples, 10))
-    added = [str(token) for token in hf.added_tokens_decoder.values()]
-    classes = input_classes(added)
+    return base
+
+
+def _added_tokens(hf) -> list[str]:
+    return [str(token) for token in hf.added_tokens_decoder.values()]
+
+
+def _properties(report, hf, accelerated, profile, examples, seed, quick, announce, progress) -> None:
+    from hypothesis import settings
+
+    from equivalence.differential import find_mismatch
+    from equivalence.strategies import input_classes
+
+    base = _base_settings(profile, examples, quick)
+    classes = input_classes(_added_tokens(hf))
     if quick:
         classes.pop("long_prompts")
     with _Step(report, "hypothesis properties", announce) as step:
@@ -297,7 +308,7 @@ def _segments(report, hf, backend, profile, examples, seed, quick, announce) -> 
     from hypothesis import settings
 
     import tokbackend
-    from equivalence.conversations import conversations, turn_by_turn
+    from equivalence.conversations import conversations, guarded_sample, turn_by_turn
     from equivalence.differential import find_mismatch
 
     with _Step(report, "segment cache", announce) as step:
@@ -306,16 +317,11 @@ def _segments(report, hf, backend, profile, examples, seed, quick, announce) -> 
         if not cache_stats["enabled"]:
             step.done("info", f"not used for this model ({cache_stats.get('unsupported')}); every request is encoded whole")
             return
-        base = settings.get_profile(profile)
-        if examples is not None:
-            base = settings(base, max_examples=examples)
-        if quick:
-            base = settings(base, max_examples=min(base.max_examples, 10))
+        base = _base_settings(profile, examples, quick)
         if seed:
             base = settings(base, derandomize=False)
-        added = [str(token) for token in hf.added_tokens_decoder.values()]
-        guarded = sorted(cached.tokbackend.guard.code_points)
-        strategy = conversations(added, guarded[:: max(1, len(guarded) // 40)])
+        added = _added_tokens(hf)
+        strategy = conversations(added, guarded_sample(cached.tokbackend.guard.code_points))
         encode_hf, encode_cached = turn_by_turn(hf.encode, added), turn_by_turn(cached.encode, added)
         mismatch = find_mismatch(encode_hf, encode_cached, strategy, "conversations", base, seed or None)
         cache_stats = cached.tokbackend.stats()["segment_cache"]
