@@ -293,6 +293,18 @@ def test_verify_exits_1_when_the_prefix_memo_drops_an_id(monkeypatch, capsys):
     assert "a conversation differs with the segment cache on" in output
 
 
+def test_verify_segments_fails_when_the_cache_answers_nothing(monkeypatch, capsys):
+    """A planted defect: the cache never hits (every piece encoded afresh, so the ids are right):
+    a step the cache took no part in must not pass."""
+    from tokbackend.segments import SegmentCache
+
+    monkeypatch.setattr(SegmentCache, "get", lambda self, piece: None)
+    exit_code = cli.main(["verify", "qwen3.6", "--only", "segments", "--no-progress"])
+    output = capsys.readouterr().out
+    assert exit_code == EXIT_MISMATCH, output[-3000:]
+    assert "no request was answered from the cache" in output
+
+
 def test_verify_checks_the_segment_cache_on_conversations(capsys):
     assert cli.main(["verify", "qwen3.6", "--only", "segments", "--no-progress"]) == EXIT_OK
     assert re.search(r"^segment cache\s+ok\s+[\d.]+\s+conversations agree turn by turn", capsys.readouterr().out, re.MULTILINE)
