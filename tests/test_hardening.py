@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import queue as queue_module
 import subprocess
 import sys
 import threading
@@ -145,6 +146,46 @@ def test_child_processes_get_a_working_exact_accelerated_tokenizer(hf_tokenizer,
     assert result["batch"] == expected
     assert result["accelerated"]
     assert result["fast_texts"] >= 2 * len(TEXTS) - 2  # all but the guarded text, twice
+
+
+def _add_a_token_and_encode(tokenizer, queue) -> None:
+    tokenizer.add_tokens(["<forked_child_token>"])  # the next encode rebuilds the lanes
+    text = "before <forked_child_token> after"
+    queue.put((tokenizer.encode(text), tokenizer._hf_ids([text])[0], tokenizer.tokbackend.fast_path_enabled))
+
+
+def test_a_child_forked_while_another_thread_rebuilds_can_rebuild(fresh_pair):
+    """A thread rebuilding the lanes (seconds: build, guard, probe) holds the state's rebuild lock
+    when a server forks. The child has no such thread, so the lock must not stay held there: its
+    first rebuild (tokens added) would wait forever."""
+    _, fast_tokenizer = fresh_pair
+    state = fast_tokenizer.tokbackend
+    holding, release = threading.Event(), threading.Event()
+
+    def rebuild_in_progress():
+        with state._rebuild_lock:
+            holding.set()
+            release.wait(120)
+
+    holder = threading.Thread(target=rebuild_in_progress)
+    holder.start()
+    assert holding.wait(10)
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    try:
+        child = context.Process(target=_add_a_token_and_encode, args=(fast_tokenizer, queue))
+        child.start()
+        try:
+            ids, hf_ids, fast = queue.get(timeout=90)
+        except queue_module.Empty:
+            pytest.fail("the forked child hung on its rebuild: the rebuild lock stayed held in it")
+    finally:
+        release.set()
+        holder.join()
+        child.join(timeout=30)
+        if child.exitcode is None:
+            child.kill()
+    assert ids == hf_ids and fast
 
 
 # -- 3. bounded memory -----------------------------------------------------------------------

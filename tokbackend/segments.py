@@ -28,10 +28,10 @@ import json
 import os
 import re
 import sys
-import threading
-import weakref
 from collections.abc import Iterable
 from typing import Any, NamedTuple
+
+from tokbackend.backends.forking import fork_safe_lock
 
 # The budget to turn it on with (`segment_cache_mib=DEFAULT_SEGMENT_CACHE_MIB`): enough for ~40
 # agents' 26k-token conversations; see README "Segment cache" for the measurements behind it.
@@ -170,21 +170,6 @@ class Prefix(NamedTuple):
     size: int
 
 
-_caches: weakref.WeakSet[SegmentCache] = weakref.WeakSet()
-
-
-def _new_locks_in_child() -> None:
-    """A lock another thread held when the process forked stays held in the child forever:
-    each cache starts the child with a fresh one (each entry is set in one step, so its ids are
-    right; at worst the byte count is off by what the other thread was storing)."""
-    for cache in list(_caches):
-        cache._lock = threading.Lock()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_new_locks_in_child)
-
-
 class SegmentCache:
     """piece -> ids, bounded by `budget_bytes` (see the module docstring)."""
 
@@ -194,7 +179,7 @@ class SegmentCache:
         self._ids: dict[str, list[int]] = {}
         self._sizes: dict[str, int] = {}
         self._hit_since_sweep: dict[str, bool] = {}
-        self._lock = threading.Lock()
+        self._lock = fork_safe_lock(self, "_lock")  # each entry is set in one step
         self.bytes = 0
         self.hits = 0  # unlocked counters: approximate under concurrency, never wrong ids
         self.misses = 0
@@ -207,7 +192,6 @@ class SegmentCache:
         self._dry = 0  # texts in a row that reused too little (unlocked: approximate, like the counters)
         self._calls = 0
         self.bypassed = 0
-        _caches.add(self)
 
     def consulted(self, texts: int) -> bool:
         """Whether a call with this many texts goes through the cache; False (counted in

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import threading
 from typing import TYPE_CHECKING, Any
 
 from tokbackend.backends import AUTO, BackendUnavailableError, EncodeBackend, backend_class
+from tokbackend.backends.forking import fork_safe_lock
 from tokbackend.backends.renewal import RenewingBackend
 from tokbackend.cache import cache_dir
 from tokbackend.guard import GuardUnavailableError, UnicodeGuard, load_guard
@@ -197,7 +197,7 @@ class AccelerationState:
         self.splitter: AddedTokenSplitter | None = None
         self.segment_cache_unsupported: str | None = None
         self.segment_cache: SegmentCache | None = None
-        self._rebuild_lock = threading.Lock()
+        self._rebuild_lock = fork_safe_lock(self, "_rebuild_lock")
 
     # -- what stats() and the logs show ---------------------------------------------------------
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import logging
-import threading
 from collections import Counter
 from typing import Any
 
+from tokbackend.backends.forking import fork_safe_lock
 from tokbackend.policy import FallbackReason
 
 logger = logging.getLogger("tokbackend")
@@ -16,7 +16,7 @@ class AccelerationStats:
     """Thread-safe counters; the first hand-over of each reason is logged."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        self._lock = fork_safe_lock(self, "_lock")
         self._fast_calls = 0
         self._fast_texts = 0
         self._fallbacks: Counter[str] = Counter()

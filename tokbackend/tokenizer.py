@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import contextvars
 import copy
-import threading
+import sys
 from typing import TYPE_CHECKING, Any
 
 from tokbackend.backends import BackendUnavailableError
+from tokbackend.backends.forking import fork_safe_lock
 from tokbackend.options import AccelerationOptions
 from tokbackend.policy import FallbackReason, TokenizerDefaults, fast_path_reason, length_limit, unknown_kwargs
 from tokbackend.state import AccelerationState
@@ -142,7 +143,7 @@ def _restore(plain: PreTrainedTokenizerBase, options: AccelerationOptions) -> Pr
     return accelerate(plain, options=options)
 
 
-_class_lock = threading.Lock()
+_class_lock = fork_safe_lock(sys.modules[__name__], "_class_lock")
 _accelerated_classes: dict[type, type] = {}
 
 

@@ -7,11 +7,12 @@ that is already taken is refused loudly rather than silently replaced.
 
 from __future__ import annotations
 
-import threading
+import sys
 from importlib import import_module
 from importlib.metadata import entry_points
 
 from tokbackend.backends.base import BackendClass, BackendUnavailableError, EncodeBackend
+from tokbackend.backends.forking import fork_safe_lock
 
 ENTRY_POINT_GROUP = "tokbackend.backends"
 
@@ -21,7 +22,7 @@ _BUILTIN_FACTORIES = {
     "fastokens": "tokbackend.backends.fastokens:FastokensBackend",
 }
 
-_lock = threading.Lock()
+_lock = fork_safe_lock(sys.modules[__name__], "_lock")
 _factories: dict[str, str | BackendClass] = dict(_BUILTIN_FACTORIES)
 _entry_points_loaded = False
 

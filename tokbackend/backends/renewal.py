@@ -25,6 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tokbackend.backends.base import EncodeBackend
+from tokbackend.backends.forking import fork_safe_lock
 
 _PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 _statm: dict[str, int | None] = {"pid": None, "fd": None}
@@ -66,7 +67,7 @@ class RenewingBackend:
         self.grows_without_bound = False  # that is what this wrapper is for
         self._budget_bytes = int(budget_mib) << 20
         self._growth = 0
-        self._spare_lock = threading.Lock()
+        self._spare_lock = fork_safe_lock(self, "_spare_lock")
         self._spare: EncodeBackend | None = None
         self.cache_renewals = 0
         # The spare is built here, at start-up, because building one may pause every Python
