@@ -383,9 +383,7 @@ class AccelerationState:
             return None
         return ids
 
-    def _route_segments(
-        self, tokenizer: AcceleratedTokenizerMixin, texts: list[str], cache: SegmentCache
-    ) -> list[list[int]]:
+    def _route_segments(self, tokenizer: AcceleratedTokenizerMixin, texts: list[str], cache: SegmentCache) -> list[list[int]]:
         """Ids assembled from cached pieces; the misses of every text encoded in one call."""
         splitter = self.splitter
         found_under = [cache.prefix_of(text, splitter) for text in texts]
