@@ -2,12 +2,17 @@
 
 Called directly, never through `fastokens.patch_transformers()` (the process-global patch
 SGLang's and vLLM's own fastokens switches use): tokbackend's split surface decides which calls
-it answers. A single text's ids come back through `encode_batch_flat`, a flat little-endian
-uint32 buffer turned into Python ints in one C loop (`array.tolist`): 1.16 ms against 1.62 ms
-through `Encoding.ids` for a 32k-token prompt on 16 cores. A batch goes through `encode_batch`,
-whose `ids` lists are cheaper to collect than slicing the flat buffer per text (20 ms against
-50 ms for 40 such prompts). Its memory stays bounded on its own, so it needs no renewal, and it
-works in forked children (its thread pools survive os.fork()).
+it answers.
+
+A single text's ids can come back two ways, and which is faster depends on the machine:
+`Encoding.ids` from `encode`, or `encode_batch_flat`'s little-endian uint32 buffer turned into
+Python ints by `array.tolist`. On a 16-core machine the flat buffer was faster for a 32k-token
+prompt (1.16 ms against 1.62 ms); on a 2-core one `Encoding.ids` is 1.4-1.6x faster at every
+size from 300 to 100k characters, on 1 core as well. So a warmed backend times both on built-in
+text and keeps the faster (`stats()["fastokens_single_form"]`); both give the same ids. A batch
+goes through `encode_batch`, whose `ids` lists are cheaper to collect than slicing the flat
+buffer per text (20 ms against 50 ms for 40 such prompts). Its memory stays bounded on its own,
+so it needs no renewal, and it works in forked children (its thread pools survive os.fork()).
 """
 
 from __future__ import annotations
@@ -15,6 +20,8 @@ from __future__ import annotations
 import array
 import dataclasses
 import sys
+import time
+from collections.abc import Callable
 from typing import Any
 
 from tokbackend.backends.base import import_library, loading_tokenizer_json, panics_as_errors
@@ -23,7 +30,8 @@ from tokbackend.backends.warmup import builtin_texts
 
 @dataclasses.dataclass(frozen=True)
 class FastokensOptions:
-    """warm: encode ~1 MB of built-in text at build time (thread pool, allocators)."""
+    """warm: encode ~1 MB of built-in text at build time (thread pool, allocators), then time the
+    two single-text forms (~10 ms) and keep the faster; unwarmed, `Encoding.ids`."""
 
     warm: bool = True
 
@@ -44,28 +52,49 @@ class FastokensBackend:
             self._rust = fastokens.Tokenizer.from_json_str(tokenizer_json)
             self._rust.no_truncation()
             self._rust.no_padding()
+        self.single_form = "ids"
+        self._single: Callable[[str], list[int]] = self._ids
+        self.single_form_ms: dict[str, float] = {}
         if options.warm:
             self.encode_batch(list(builtin_texts())[:10])
+            self._choose_single_form()
 
     @classmethod
     def options_for_scanning(cls) -> FastokensOptions:
         return FastokensOptions(warm=False)
 
     def encode(self, text: str) -> list[int]:
-        return self._flat([text])[0]
+        return self._single(text)
 
     def encode_batch(self, texts: list[str]) -> list[list[int]]:
         with panics_as_errors("fastokens"):
             return [encoding.ids for encoding in self._rust.encode_batch(texts)]
 
     def stats(self) -> dict[str, Any]:
-        return {}
+        return {"fastokens_single_form": self.single_form}
 
-    def _flat(self, texts: list[str]) -> list[list[int]]:
+    def _ids(self, text: str) -> list[int]:
         with panics_as_errors("fastokens"):
-            ids_buffer, offsets_buffer = self._rust.encode_batch_flat(texts)
-        ids, offsets = array.array("I", ids_buffer), array.array("Q", offsets_buffer)
-        if sys.byteorder == "big":  # pragma: no cover - the buffers are little-endian
+            return self._rust.encode(text).ids
+
+    def _flat(self, text: str) -> list[int]:
+        with panics_as_errors("fastokens"):
+            ids_buffer, _ = self._rust.encode_batch_flat([text])
+        ids = array.array("I", ids_buffer)
+        if sys.byteorder == "big":  # pragma: no cover - the buffer is little-endian
             ids.byteswap()
-            offsets.byteswap()
-        return [ids.tolist()] if len(texts) == 1 else [ids[offsets[i] : offsets[i + 1]].tolist() for i in range(len(texts))]
+        return ids.tolist()
+
+    def _choose_single_form(self) -> None:
+        """Time both forms on 6 built-in texts of 100k characters, alternating which goes first
+        (the second meets the text in fastokens' caches), and serve single texts with the faster."""
+        forms = {"ids": self._ids, "flat": self._flat}
+        seconds = dict.fromkeys(forms, 0.0)
+        for index, text in enumerate(builtin_texts()[10:16]):
+            for name in forms if index % 2 == 0 else reversed(forms):
+                started = time.perf_counter()
+                forms[name](text)
+                seconds[name] += time.perf_counter() - started
+        self.single_form = min(seconds, key=seconds.__getitem__)
+        self._single = forms[self.single_form]
+        self.single_form_ms = {name: total * 1e3 for name, total in seconds.items()}
