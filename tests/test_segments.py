@@ -253,6 +253,41 @@ def test_long_pieces_with_the_same_length_and_ends_are_kept_apart(cached_pair):
         assert [fast.encode(text) for text in texts] == [hf.encode(text) for text in texts]
 
 
+def _agents_ending_alike_stay_exact(hf, fast) -> bool:
+    """Two agents whose conversations have one length and the same last 200 characters, but
+    different first messages: each turn's ids must be that agent's own."""
+    same_end = "<|im_end|>\n<|im_start|>assistant\nthe same long answer " * 4 + "<|im_end|>\n<|im_start|>user\nsame?"
+    texts = {name: f"<|im_start|>system\nshared<|im_end|>\n<|im_start|>user\n{name} asks" for name in ("alpha", "bravo")}
+    exact = True
+    for turn in range(3):
+        for name in texts:
+            texts[name] += same_end + f" {turn}<|im_end|>\n<|im_start|>assistant\n"
+            exact = exact and fast.encode(texts[name]) == hf.encode(texts[name])
+    return exact and fast.tokbackend.segment_cache.prefix_hits > 0
+
+
+def test_remembered_texts_that_end_alike_are_kept_apart(hf_tokenizer):
+    """The memo compares a remembered text's last characters before the whole of it (a filter,
+    not the test): agents whose conversations end alike never share ids."""
+    assert _agents_ending_alike_stay_exact(hf_tokenizer, _cached(hf_tokenizer, "fastokens"))
+
+
+def test_a_memo_that_compared_only_the_ends_would_be_caught(hf_tokenizer, monkeypatch):
+    """The planted defect for the test above: the filter alone decides."""
+    from tokbackend.segments import SegmentCache
+
+    def ends_only(self, text, splitter):
+        for entry in self._prefixes:
+            if text.startswith(entry.tail, len(entry.text) - len(entry.tail)) and splitter.cuts_at(text, entry.chars):
+                if entry.chunks is not None:
+                    self.prefix_hits += 1
+                return entry
+        return None
+
+    monkeypatch.setattr(SegmentCache, "prefix_of", ends_only)
+    assert not _agents_ending_alike_stay_exact(hf_tokenizer, _cached(hf_tokenizer, "fastokens"))
+
+
 def test_it_steps_aside_for_text_that_never_repeats_and_comes_back_for_text_that_does(hf_tokenizer):
     """Requests that share nothing turn most calls into plain encodes (counted in `bypassed`);
     sampled calls keep looking, and an agent's growing conversation brings the cache back."""
