@@ -236,67 +236,82 @@ def _lags_while_encoding(accelerated, texts: list[str], workers: int) -> list[fl
     return sorted(lags)
 
 
-def cache_cost(prompts: int) -> dict:
-    """What the segment cache costs on prompts that never repeat, per shape: one tokenizer on one
-    fastokens backend, its cache detached ("off"), attached as configured by default ("on": it
-    steps aside once the stream shows nothing to reuse) and attached with stepping aside off
-    ("always consulted", its own cache, so that no text is seen twice by one cache), in rotating
-    order on the same unseen prompts. Ratios of the medians and of the means (the mean includes
-    the first 32 texts, which go through the cache before it steps aside).
+CACHE_MODES = ("off", "on", "always consulted")
 
-    One backend, not one tokenizer per mode: two fastokens backends in one process on 2 cores
-    are two thread pools, and whichever runs right after the other pays for its spinning threads
-    (measured: the cache-on tokenizer took 2.4 ms when first and 3.5 ms when second).
-    Shapes: a plain 32k-token prompt; the same text as a ChatML request (system + user, so the
-    cache splits, stores and remembers it); bursts of 40 ChatML requests."""
+
+def _chat(text: str) -> str:
+    return f"<|im_start|>system\n{text[:4000]}<|im_end|>\n<|im_start|>user\n{text[4000:]}<|im_end|>\n<|im_start|>assistant\n"
+
+
+def _cache_cost_shapes(prompts: int) -> dict[str, tuple[Callable, list]]:
+    """shape -> (call(tokenizer, input), inputs): the same unseen prompts in every process."""
+    _seed[0] = 40_000_000
+    single = unseen(prompts)
+    bursts = [[_chat(text) for text in unseen(BURST)] for _ in range(max(6, prompts // 8))]
+    return {
+        "one plain prompt": (lambda tokenizer, text: tokenizer.encode(text), single),
+        "one ChatML request": (lambda tokenizer, text: tokenizer.encode(text), [_chat(text) for text in single]),
+        "burst of 40 ChatML requests": (lambda tokenizer, texts: tokenizer(texts)["input_ids"], bursts),
+    }
+
+
+def _cache_cost_child(mode: str, prompts: int) -> dict:
+    """Runs in a child process: one tokenizer, its cache as `mode` says, every shape's inputs
+    once each (a backend must meet each text fresh), each timed."""
     import tokbackend
-    from tokbackend.segments import SegmentCache
 
     hf = tokbackend.load_hf(MODEL)
-    tokenizer = tokbackend.accelerate(hf, "fastokens", segment_cache_mib=64)
-    state = tokenizer.tokbackend
-
-    def chat(text: str) -> str:
-        return f"<|im_start|>system\n{text[:4000]}<|im_end|>\n<|im_start|>user\n{text[4000:]}<|im_end|>\n<|im_start|>assistant\n"
-
-    def burst(tokenizer, texts):
-        return tokenizer(texts)["input_ids"]
-
-    shapes = {
-        "one plain prompt": (lambda t, x: t.encode(x), lambda x: x, prompts),
-        "one ChatML request": (lambda t, x: t.encode(x), chat, prompts),
-        "burst of 40 ChatML requests": (burst, None, max(6, prompts // 8)),
-    }
-    _seed[0] = 40_000_000
-    tokenizer.encode(chat(unseen(1)[0]))  # warm
-    modes = ("off", "on", "always consulted")
-    rows = {}
-    for shape, (call, make, rounds) in shapes.items():
-        caches = {"off": None, "on": SegmentCache(64 << 20), "always consulted": SegmentCache(64 << 20, steps_aside=False)}
-        # every input made before the clock starts (generating one allocates enough to trigger
-        # garbage collections that would land on whichever mode runs next)
-        inputs = [[chat(t) for t in unseen(BURST)] if make is None else make(unseen(1)[0]) for _ in range(rounds)]
+    cache = None if mode == "off" else 64
+    tokenizer = tokbackend.accelerate(hf, "fastokens", segment_cache_mib=cache, segment_cache_steps_aside=mode == "on")
+    _seed[0] = 39_000_000
+    tokenizer.encode(_chat(unseen(1)[0]))  # warm, on text that is not measured
+    result = {}
+    for shape, (call, inputs) in _cache_cost_shapes(prompts).items():
+        state = tokenizer.tokbackend
+        if state.segment_cache is not None:  # each shape starts with a cache of its own
+            state._build_segment_cache(hf.backend_tokenizer.to_str())
         gc.collect()
-        times: dict[str, list[float]] = {mode: [] for mode in modes}
-        for index, text in enumerate(inputs):
-            shift = index % len(modes)
-            for mode in modes[shift:] + modes[:shift]:
-                state.segment_cache = caches[mode]
-                started = time.perf_counter()
-                call(tokenizer, text)
-                times[mode].append(time.perf_counter() - started)
-        texts = rounds * (BURST if make is None else 1)
-        row = {"rounds": rounds, "texts": texts, "through_cache": texts - caches["on"].bypassed}
-        for mode in modes:
-            row[f"{mode}_ms"] = statistics.median(times[mode]) * 1e3
-            row[f"{mode}_mean_ms"] = statistics.fmean(times[mode]) * 1e3
-        for mode in modes[1:]:
-            row[f"{mode} / off"] = row[f"{mode}_ms"] / row["off_ms"]
-            row[f"{mode} / off, means"] = row[f"{mode}_mean_ms"] / row["off_mean_ms"]
+        times = []
+        for item in inputs:
+            started = time.perf_counter()
+            call(tokenizer, item)
+            times.append(time.perf_counter() - started)
+        bypassed = 0 if state.segment_cache is None else state.segment_cache.bypassed
+        texts = len(inputs) * (BURST if isinstance(inputs[0], list) else 1)
+        result[shape] = {"times": times, "texts": texts, "through_cache": texts - bypassed}
+    return result
+
+
+def cache_cost(prompts: int) -> dict:
+    """What the segment cache costs on prompts that never repeat, per shape: fastokens with the
+    cache off, on as by default (it steps aside once the stream shows nothing to reuse), and on
+    with stepping aside off ("always consulted").
+
+    Each mode runs in a process of its own, twice (in the order off, on, always, then reversed),
+    over the same unseen inputs; an input's time is the lower of its two runs. Each text must
+    reach a backend fresh: timing the modes one after another on one backend let whichever went
+    second find the text in fastokens' caches (identical code paths then differed by 5-8% per
+    text). Reported: medians, and the median over inputs of each input's ratio to its time with
+    the cache off (the inputs' own costs differ by 3x, so unpaired medians move with the few
+    inputs around the middle)."""
+    runs: dict[str, list[dict]] = {mode: [] for mode in CACHE_MODES}
+    for order in (CACHE_MODES, CACHE_MODES[::-1]):
+        for mode in order:
+            runs[mode].append(_in_child("cache-cost", mode, prompts))
+    rows = {}
+    for shape in runs["off"][0]:
+        best = {mode: [min(pair) for pair in zip(*(run[shape]["times"] for run in runs[mode]))] for mode in CACHE_MODES}
+        row = {"inputs": len(best["off"]), "texts": runs["on"][0][shape]["texts"]}
+        row["through_cache"] = runs["on"][0][shape]["through_cache"]
+        for mode in CACHE_MODES:
+            row[f"{mode}_ms"] = statistics.median(best[mode]) * 1e3
+        for mode in CACHE_MODES[1:]:
+            row[f"{mode} / off"] = statistics.median(a / b for a, b in zip(best[mode], best["off"]))
+            row[f"{mode} / off, means"] = statistics.fmean(best[mode]) / statistics.fmean(best["off"])
         rows[shape] = row
     lines = [
-        "| unrelated prompts (no repeats) | cache off ms | on ms | on / off (medians; means) "
-        "| always consulted / off (medians; means) | texts through the cache when on |",
+        "| unrelated prompts (no repeats) | cache off ms | on ms | on / off (median per input; means) "
+        "| always consulted / off (median per input; means) | texts through the cache when on |",
         "|---|---:|---:|---:|---:|---:|",
         *(
             f"| {shape} | {row['off_ms']:.2f} | {row['on_ms']:.2f} | {row['on / off']:.3f}; {row['on / off, means']:.3f} "
@@ -545,6 +560,9 @@ def main() -> None:
     parser.add_argument("--child-mode", help=argparse.SUPPRESS)
     parser.add_argument("--competitor", help=argparse.SUPPRESS)
     arguments = parser.parse_args()
+    if arguments.mode == "child" and arguments.child_mode == "cache-cost":
+        print("RESULT " + json.dumps(_cache_cost_child(arguments.competitor, arguments.prompts)))
+        return
     if arguments.mode == "child" and arguments.child_mode == "agents":
         print("RESULT " + json.dumps(_agents_row(arguments.competitor)))
         return
