@@ -53,6 +53,15 @@ def test_auto_chooses_an_exact_backend_and_says_why(hf_tokenizer, fresh_auto_cac
     assert "(remembered)" in again.tokbackend.stats()["routing"]["reason"]
 
 
+def test_a_remembered_choice_is_not_reused_by_another_tokbackend_version(hf_tokenizer, monkeypatch):
+    """What auto timed includes tokbackend's own call paths (fastokens' single-text form, say)."""
+    text_json = hf_tokenizer.backend_tokenizer.to_str()
+    key = auto._choice_key(text_json)
+    assert auto._choice_key(text_json) == key
+    monkeypatch.setattr(tokbackend, "__version__", tokbackend.__version__ + ".post1")
+    assert auto._choice_key(text_json) != key
+
+
 def test_auto_never_routes_to_a_backend_the_probe_rejects(hf_tokenizer, fresh_auto_cache, register_for_test):
     register_for_test("fast-but-wrong", FastButWrong)
     fast = tokbackend.accelerate(hf_tokenizer, "auto")

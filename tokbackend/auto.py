@@ -159,7 +159,10 @@ def _time_batch(lane: Lane) -> float:
 
 def _choice_key(tokenizer_json: str) -> str:
     libraries = sorted({library for name in candidates() for library in _libraries(name)})
+    import tokbackend
+
     identity = {
+        "tokbackend": tokbackend.__version__,  # its backends' call paths are part of what was timed
         "model": model_fingerprint(tokenizer_json),
         "versions": guard_versions(tuple(libraries)),
         "candidates": candidates(),
