@@ -31,7 +31,7 @@ from tokbackend.backends.warmup import builtin_texts
 @dataclasses.dataclass(frozen=True)
 class FastokensOptions:
     """warm: encode ~1 MB of built-in text at build time (thread pool, allocators), then time the
-    two single-text forms (~10 ms) and keep the faster; unwarmed, `Encoding.ids`."""
+    two single-text forms (~5 ms on 2 cores) and keep the faster; unwarmed, `Encoding.ids`."""
 
     warm: bool = True
 
