@@ -108,8 +108,14 @@ def test_every_code_point_is_exact_through_the_accelerated_tokenizer(hf_tokenize
     results = _full_scan(hf_tokenizer, fast_tokenizer)
     assert results["accelerated"].all_divergent == []
     raw = set(results["raw"].all_divergent)
-    assert raw, "the raw backend no longer diverges anywhere: the guard's records are stale"
-    assert raw <= fast_tokenizer.tokbackend.guard.code_points
+    guard = fast_tokenizer.tokbackend.guard
+    if any(guard.by_class().get("ids", {}).values()):
+        # the record's ids oracle saw wrong ids with this vocabulary: the raw backend must still
+        # give some, or the record is stale
+        assert raw, "the raw backend no longer diverges anywhere: the guard's records are stale"
+    # else only the boundaries oracle found the class (fastokens: U+017F, which Qwen's merges
+    # hide; `test_the_boundary_oracle_finds_fastokens_case_folding_difference` covers it)
+    assert raw <= guard.code_points
 
 
 # Guard records for the test vocabularies (derived like the shipped ones, see README "Guard records").
