@@ -260,6 +260,14 @@ def test_verify_exits_1_when_the_fast_path_silently_answers_nothing(monkeypatch,
     assert "answered none" in capsys.readouterr().out
 
 
+def _assert_the_segments_step_fails(capsys, message: str) -> None:
+    """`tokbackend verify qwen3.6 --only segments` exits 1 and says `message`."""
+    exit_code = cli.main(["verify", "qwen3.6", "--only", "segments", "--no-progress"])
+    output = capsys.readouterr().out
+    assert exit_code == EXIT_MISMATCH, output[-3000:]
+    assert message in output
+
+
 def test_verify_exits_1_when_the_segment_cache_splits_one_character_off(monkeypatch, capsys):
     """A planted defect in the segment cache alone (the first character after an added token
     moves into the piece before it): the backend is right, the conversations step must fail."""
@@ -275,10 +283,7 @@ def test_verify_exits_1_when_the_segment_cache_splits_one_character_off(monkeypa
 
     original = AddedTokenSplitter.split
     monkeypatch.setattr(AddedTokenSplitter, "split", off_by_one)
-    exit_code = cli.main(["verify", "qwen3.6", "--only", "segments", "--no-progress"])
-    output = capsys.readouterr().out
-    assert exit_code == EXIT_MISMATCH, output[-3000:]
-    assert "a conversation differs with the segment cache on" in output
+    _assert_the_segments_step_fails(capsys, "a conversation differs with the segment cache on")
 
 
 def test_verify_exits_1_when_the_prefix_memo_drops_an_id(monkeypatch, capsys):
@@ -293,10 +298,7 @@ def test_verify_exits_1_when_the_prefix_memo_drops_an_id(monkeypatch, capsys):
 
     original = SegmentCache.remember
     monkeypatch.setattr(SegmentCache, "remember", drops_last_id)
-    exit_code = cli.main(["verify", "qwen3.6", "--only", "segments", "--no-progress"])
-    output = capsys.readouterr().out
-    assert exit_code == EXIT_MISMATCH, output[-3000:]
-    assert "a conversation differs with the segment cache on" in output
+    _assert_the_segments_step_fails(capsys, "a conversation differs with the segment cache on")
 
 
 def test_verify_segments_fails_when_the_cache_answers_nothing(monkeypatch, capsys):
@@ -305,10 +307,7 @@ def test_verify_segments_fails_when_the_cache_answers_nothing(monkeypatch, capsy
     from tokbackend.segments import SegmentCache
 
     monkeypatch.setattr(SegmentCache, "get", lambda self, piece: None)
-    exit_code = cli.main(["verify", "qwen3.6", "--only", "segments", "--no-progress"])
-    output = capsys.readouterr().out
-    assert exit_code == EXIT_MISMATCH, output[-3000:]
-    assert "no request was answered from the cache" in output
+    _assert_the_segments_step_fails(capsys, "no request was answered from the cache")
 
 
 def test_verify_checks_the_segment_cache_on_conversations(capsys):
