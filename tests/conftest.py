@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import threading
 
 import pytest
 
@@ -70,6 +72,27 @@ def register_for_test(monkeypatch):
         monkeypatch.setitem(backends._factories, name, backend_class)
 
     return register
+
+
+@contextlib.contextmanager
+def held_by_another_thread(lock):
+    """`lock` held by another thread for the duration (a rebuild or a store in progress when a
+    server forks, say)."""
+    holding, release = threading.Event(), threading.Event()
+
+    def hold():
+        with lock:
+            holding.set()
+            release.wait(120)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert holding.wait(10)
+    try:
+        yield
+    finally:
+        release.set()
+        holder.join()
 
 
 def fast_counts(tokenizer) -> tuple[int, dict[str, int]]:

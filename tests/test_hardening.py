@@ -11,6 +11,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from conftest import held_by_another_thread
 
 import tokbackend
 from equivalence.corpus import prompt_text
@@ -159,29 +160,17 @@ def test_a_child_forked_while_another_thread_rebuilds_can_rebuild(fresh_pair):
     when a server forks. The child has no such thread, so the lock must not stay held there: its
     first rebuild (tokens added) would wait forever."""
     _, fast_tokenizer = fresh_pair
-    state = fast_tokenizer.tokbackend
-    holding, release = threading.Event(), threading.Event()
-
-    def rebuild_in_progress():
-        with state._rebuild_lock:
-            holding.set()
-            release.wait(120)
-
-    holder = threading.Thread(target=rebuild_in_progress)
-    holder.start()
-    assert holding.wait(10)
     context = multiprocessing.get_context("fork")
     queue = context.Queue()
+    child = context.Process(target=_add_a_token_and_encode, args=(fast_tokenizer, queue))
     try:
-        child = context.Process(target=_add_a_token_and_encode, args=(fast_tokenizer, queue))
-        child.start()
-        try:
-            ids, hf_ids, fast = queue.get(timeout=90)
-        except queue_module.Empty:
-            pytest.fail("the forked child hung on its rebuild: the rebuild lock stayed held in it")
+        with held_by_another_thread(fast_tokenizer.tokbackend._rebuild_lock):
+            child.start()
+            try:
+                ids, hf_ids, fast = queue.get(timeout=90)
+            except queue_module.Empty:
+                pytest.fail("the forked child hung on its rebuild: the rebuild lock stayed held in it")
     finally:
-        release.set()
-        holder.join()
         child.join(timeout=30)
         if child.exitcode is None:
             child.kill()

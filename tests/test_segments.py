@@ -7,6 +7,7 @@ import pickle
 import threading
 
 import pytest
+from conftest import held_by_another_thread
 from hypothesis import Phase, settings
 
 import tokbackend
@@ -326,23 +327,10 @@ def test_a_child_forked_while_another_thread_holds_the_cache_lock_still_encodes(
     fast = _cached(hf_tokenizer, "fastokens")
     text = "<|im_start|>user\n" + "forked child " * 40 + "<|im_end|>\n"
     expected = hf_tokenizer.encode(text)
-    holding, release = threading.Event(), threading.Event()
-
-    def hold():
-        with fast.tokbackend.segment_cache._lock:
-            holding.set()
-            release.wait(60)
-
-    holder = threading.Thread(target=hold)
-    holder.start()
-    holding.wait(10)
-    try:
-        child = multiprocessing.get_context("fork").Process(target=_encode_twice_and_exit, args=(fast, text, expected))
+    child = multiprocessing.get_context("fork").Process(target=_encode_twice_and_exit, args=(fast, text, expected))
+    with held_by_another_thread(fast.tokbackend.segment_cache._lock):
         child.start()
         child.join(60)
-    finally:
-        release.set()
-        holder.join()
     if child.exitcode is None:
         child.kill()
     assert child.exitcode == 0
