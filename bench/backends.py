@@ -265,11 +265,11 @@ def _cache_cost_child(mode: str, prompts: int) -> dict:
     tokenizer = tokbackend.accelerate(hf, "fastokens", segment_cache_mib=cache, segment_cache_steps_aside=mode == "on")
     _seed[0] = 39_000_000
     tokenizer.encode(_chat(unseen(1)[0]))  # warm, on text that is not measured
+    state, tokenizer_json = tokenizer.tokbackend, hf.backend_tokenizer.to_str()
     result = {}
     for shape, (call, inputs) in _cache_cost_shapes(prompts).items():
-        state = tokenizer.tokbackend
         if state.segment_cache is not None:  # each shape starts with a cache of its own
-            state._build_segment_cache(hf.backend_tokenizer.to_str())
+            state._build_segment_cache(tokenizer_json)
         gc.collect()
         times = []
         for item in inputs:
