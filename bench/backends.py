@@ -17,7 +17,9 @@ from __future__ import annotations
 import argparse
 import array
 import asyncio
+import dataclasses
 import datetime
+import functools
 import gc
 import json
 import os
@@ -61,38 +63,88 @@ def unseen(count: int) -> list[str]:
     return texts
 
 
-COMPETITORS = (
+# The floor of any segment cache that encodes new text with fastokens: raw fastokens on only the
+# pieces of each request that no earlier request had (the system prompt is in the first burst).
+NEW_TEXT_ONLY = "raw fastokens, new pieces only (floor)"
+
+
+@dataclasses.dataclass(frozen=True)
+class Encoder:
+    """One row of a table: what runs, declared as data (the label only names it).
+
+    kind: "hf" (HuggingFace's own tokenizer), "raw" (a library called directly, no tokbackend),
+    "tokbackend" (`tokbackend.accelerate` with `backend`), or "floor" (see `NEW_TEXT_ONLY`).
+    """
+
+    label: str
+    kind: str
+    library: str | None = None  # raw: "gigatoken" or "fastokens"
+    form: str = "ids"  # raw fastokens, one text: "ids" (Encoding.ids) or "flat" (encode_batch_flat)
+    library_cache: bool = False  # raw fastokens with its own segment cache
+    backend: str | None = None  # tokbackend: the backend name
+    segment_cache: bool = True  # tokbackend: the segment cache (on by default)
+
+
+def _ours(backend: str, segment_cache: bool) -> Encoder:
+    return Encoder(
+        f"tokbackend {backend}, segment cache {'on' if segment_cache else 'off'}",
+        "tokbackend",
+        backend=backend,
+        segment_cache=segment_cache,
+    )
+
+
+ENCODERS = {
+    encoder.label: encoder
+    for encoder in (
+        Encoder("HF", "hf"),
+        Encoder("raw gigatoken", "raw", library="gigatoken"),
+        Encoder("raw fastokens (.ids)", "raw", library="fastokens"),
+        Encoder("raw fastokens (flat)", "raw", library="fastokens", form="flat"),
+        Encoder("fastokens + its segment cache", "raw", library="fastokens", library_cache=True),
+        _ours("gigatoken", True),
+        _ours("fastokens", False),
+        _ours("fastokens", True),
+        _ours("auto", False),
+        _ours("auto", True),
+        Encoder(NEW_TEXT_ONLY, "floor"),
+    )
+}
+SPEED_ENCODERS = (
     "HF",
     "raw gigatoken",
     "raw fastokens (.ids)",
     "raw fastokens (flat)",
-    "tokbackend gigatoken",
-    "tokbackend fastokens",
-    "tokbackend auto",
+    "tokbackend gigatoken, segment cache on",
+    "tokbackend fastokens, segment cache off",
     "tokbackend fastokens, segment cache on",
+    "tokbackend auto, segment cache on",
 )
 
 
-def competitor(name: str) -> tuple[Callable[[str], list[int]], Callable[[list[str]], list[list[int]]]]:
-    """(one-text encode, burst encode) of competitor `name`, each returning Python lists of ids.
-    Each is measured in a process of its own: libraries with thread pools of their own would
-    otherwise compete for the cores while another competitor is timed."""
+def build_encoder(
+    encoder: Encoder, hf, tokenizer_json: str
+) -> tuple[Callable[[str], list[int]], Callable[[list[str]], list[list[int]]]]:
+    """(one-text encode, many-text encode) of `encoder`, each returning Python lists of ids."""
     import tokbackend
 
-    hf = tokbackend.load_hf(MODEL)
-    tokenizer_json = hf.backend_tokenizer.to_str()
-    if name == "HF":
+    if encoder.kind == "hf":
         return hf.encode, lambda texts: hf(texts)["input_ids"]
-    if name == "raw gigatoken":
+    if encoder.kind == "tokbackend":
+        accelerated = tokbackend.accelerate(hf, encoder.backend, segment_cache_mib=64 if encoder.segment_cache else None)
+        return accelerated.encode, lambda texts: accelerated(texts)["input_ids"]
+    if encoder.kind == "raw" and encoder.library == "gigatoken":
         import gigatoken
 
         giga = gigatoken.Tokenizer.from_json(tokenizer_json).backend
         return lambda text: giga.encode_batch_list([text], parallel=False)[0], giga.encode_batch_list
-    if name.startswith("raw fastokens"):
+    if encoder.kind == "raw" and encoder.library == "fastokens":
         import fastokens
 
         fast = fastokens.Tokenizer.from_json_str(tokenizer_json)
-        if name.endswith("(.ids)"):
+        if encoder.library_cache:
+            fast.enable_segment_cache(256 << 20)
+        if encoder.form == "ids":
             return lambda text: fast.encode(text).ids, lambda texts: [e.ids for e in fast.encode_batch(texts)]
 
         def flat(texts):
@@ -101,10 +153,17 @@ def competitor(name: str) -> tuple[Callable[[str], list[int]], Callable[[list[st
             return [ids[offsets[index] : offsets[index + 1]].tolist() for index in range(len(texts))]
 
         return lambda text: flat([text])[0], flat
-    backend = name.split()[1].rstrip(",")
-    cache = {"segment_cache_mib": 64} if name.endswith("segment cache on") else {}
-    accelerated = tokbackend.accelerate(hf, backend, **cache)
-    return accelerated.encode, lambda texts: accelerated(texts)["input_ids"]
+    raise ValueError(f"{encoder.label}: no builder for kind {encoder.kind!r}")
+
+
+def competitor(label: str) -> tuple[Callable[[str], list[int]], Callable[[list[str]], list[list[int]]]]:
+    """`build_encoder` for the row labelled `label`, on the bench's model. Each is measured in a
+    process of its own: libraries with thread pools of their own would otherwise compete for the
+    cores while another encoder is timed."""
+    import tokbackend
+
+    hf = tokbackend.load_hf(MODEL)
+    return build_encoder(ENCODERS[label], hf, hf.backend_tokenizer.to_str())
 
 
 def _child(mode: str, name: str, prompts: int) -> None:
@@ -149,7 +208,7 @@ def _in_child(mode: str, name: str, prompts: int, environment: dict | None = Non
 
 
 def speed(prompts: int) -> dict:
-    table = {name: _in_child("speed", name, prompts) for name in COMPETITORS}
+    table = {name: _in_child("speed", name, prompts) for name in SPEED_ENCODERS}
     best_single = min(row["single_ms"] for name, row in table.items() if name.startswith("raw"))
     best_burst = min(row["burst_ms"] for name, row in table.items() if name.startswith("raw"))
     for row in table.values():
@@ -167,7 +226,12 @@ def speed(prompts: int) -> dict:
     return {"table": table, "markdown": "\n".join(lines)}
 
 
-SCALING_COMPETITORS = ("raw gigatoken", "raw fastokens (.ids)", "tokbackend fastokens", "tokbackend auto")
+SCALING_ENCODERS = (
+    "raw gigatoken",
+    "raw fastokens (.ids)",
+    "tokbackend fastokens, segment cache on",
+    "tokbackend auto, segment cache on",
+)
 
 
 def scaling(threads: list[int], earlier: Path | None = None, cold: bool = False) -> dict:
@@ -182,14 +246,14 @@ def scaling(threads: list[int], earlier: Path | None = None, cold: bool = False)
         # so each child is pinned to `count` cores as well.
         limits = {"RAYON_NUM_THREADS": str(count), "FASTOKENS_BPE_THREADS": str(count)}
         mode = "cold" if cold else "scaling"
-        rows[count] = {name: _in_child(mode, name, 0, limits, cores=count)["burst_ms"] for name in SCALING_COMPETITORS}
+        rows[count] = {name: _in_child(mode, name, 0, limits, cores=count)["burst_ms"] for name in SCALING_ENCODERS}
         print(f"{count} threads: {json.dumps(rows[count])}", flush=True)
     threads = sorted(rows)
     lines = [
         "| burst of 40, ms | " + " | ".join(f"{count} threads" for count in threads) + f" | {threads[0]}->{threads[-1]} |",
         "|---|" + "---:|" * (len(threads) + 1),
     ]
-    for name in SCALING_COMPETITORS:
+    for name in SCALING_ENCODERS:
         cells = [f"{rows[count][name]:.0f}" for count in threads]
         lines.append(f"| {name} | " + " | ".join(cells) + f" | {rows[threads[0]][name] / rows[threads[-1]][name]:.1f}x |")
     return {"rows": rows, "markdown": "\n".join(lines)}
@@ -256,27 +320,26 @@ def _cache_cost_shapes(prompts: int) -> dict[str, tuple[Callable, list]]:
 
 
 def _cache_cost_child(mode: str, prompts: int) -> dict:
-    """Runs in a child process: one tokenizer, its cache as `mode` says, every shape's inputs
-    once each (a backend must meet each text fresh), each timed."""
+    """Runs in a child process: per shape a fresh tokenizer (an empty cache of its own), its
+    cache as `mode` says, every input of the shape once (a backend must meet each text fresh),
+    each timed."""
     import tokbackend
 
     hf = tokbackend.load_hf(MODEL)
     cache = None if mode == "off" else 64
-    tokenizer = tokbackend.accelerate(hf, "fastokens", segment_cache_mib=cache, segment_cache_steps_aside=mode == "on")
-    _seed[0] = 39_000_000
-    tokenizer.encode(_chat(unseen(1)[0]))  # warm, on text that is not measured
-    state, tokenizer_json = tokenizer.tokbackend, hf.backend_tokenizer.to_str()
     result = {}
-    for shape, (call, inputs) in _cache_cost_shapes(prompts).items():
-        if state.segment_cache is not None:  # each shape starts with a cache of its own
-            state._build_segment_cache(tokenizer_json)
+    for seed, (shape, (call, inputs)) in enumerate(_cache_cost_shapes(prompts).items()):
+        tokenizer = tokbackend.accelerate(hf, "fastokens", segment_cache_mib=cache, segment_cache_steps_aside=mode == "on")
+        _seed[0] = 39_000_000 + seed
+        tokenizer.encode(_chat(unseen(1)[0]))  # warm, on text that is not measured
         gc.collect()
         times = []
         for item in inputs:
             started = time.perf_counter()
             call(tokenizer, item)
             times.append(time.perf_counter() - started)
-        bypassed = 0 if state.segment_cache is None else state.segment_cache.bypassed
+        segment_cache = tokenizer.tokbackend.segment_cache
+        bypassed = 0 if segment_cache is None else segment_cache.bypassed
         texts = len(inputs) * (BURST if isinstance(inputs[0], list) else 1)
         result[shape] = {"times": times, "texts": texts, "through_cache": texts - bypassed}
     return result
@@ -383,11 +446,6 @@ def conversation_turns(agent: int, turns: int) -> list[str]:
     return sent
 
 
-# The floor of any segment cache that encodes new text with fastokens: raw fastokens on only the
-# pieces of each request that no earlier request had (the system prompt is in the first burst).
-NEW_TEXT_ONLY = "raw fastokens, new pieces only (floor)"
-
-
 def _new_text_only(tokenizer_json: str, first_turns: list[str], requests: list[str]) -> Callable:
     from tokbackend.backends.fastokens import FastokensBackend, FastokensOptions
     from tokbackend.segments import AddedTokenSplitter, text_of
@@ -420,12 +478,12 @@ def _new_text_only(tokenizer_json: str, first_turns: list[str], requests: list[s
 AGENT_ENCODERS = (
     "HF",
     "raw gigatoken",
-    "raw fastokens",
+    "raw fastokens (.ids)",
     "fastokens + its segment cache",
-    "tokbackend fastokens, no segment cache",
-    "tokbackend gigatoken",
-    "tokbackend fastokens",
-    "tokbackend auto",
+    "tokbackend fastokens, segment cache off",
+    "tokbackend gigatoken, segment cache on",
+    "tokbackend fastokens, segment cache on",
+    "tokbackend auto, segment cache on",
     NEW_TEXT_ONLY,
 )
 
@@ -445,41 +503,14 @@ def _agents_row(name: str) -> dict:
     tokenizer_json = hf.backend_tokenizer.to_str()
     requests, first_turns = _agent_workload(AGENTS, TURNS)
 
-    def fastokens_encoder(segment_cache: bool):
-        import fastokens
-
-        tokenizer = fastokens.Tokenizer.from_json_str(tokenizer_json)
-        if segment_cache:
-            tokenizer.enable_segment_cache(256 << 20)
-        return (lambda text: tokenizer.encode(text).ids, lambda texts: [e.ids for e in tokenizer.encode_batch(texts)])
-
-    def giga_encoder():
-        import gigatoken
-
-        rust = gigatoken.Tokenizer.from_json(tokenizer_json).backend
-        return (lambda text: rust.encode_batch_list([text], parallel=False)[0], rust.encode_batch_list)
-
-    def ours(backend: str, cache: bool):
-        def build():
-            fast = tokbackend.accelerate(hf, backend, segment_cache_mib=64 if cache else None)
-            return (fast.encode, lambda texts: fast(texts)["input_ids"])
-
-        return build
-
-    builders = {
-        "HF": lambda: (hf.encode, lambda texts: hf(texts)["input_ids"]),
-        "raw gigatoken": giga_encoder,
-        "raw fastokens": lambda: fastokens_encoder(False),
-        "fastokens + its segment cache": lambda: fastokens_encoder(True),
-        "tokbackend fastokens, no segment cache": ours("fastokens", False),
-        "tokbackend gigatoken": ours("gigatoken", True),
-        "tokbackend fastokens": ours("fastokens", True),
-        "tokbackend auto": ours("auto", True),
-        NEW_TEXT_ONLY: _new_text_only(tokenizer_json, first_turns, requests),
-    }
+    encoder = ENCODERS[name]
+    if encoder.kind == "floor":
+        build = _new_text_only(tokenizer_json, first_turns, requests)
+    else:
+        build = functools.partial(build_encoder, encoder, hf, tokenizer_json)
     expected = [hf.encode(text) for text in requests]
     expected_burst = hf(first_turns)["input_ids"]
-    one, many = builders[name]()
+    one, many = build()
     gc.collect()
     started = time.perf_counter()
     burst = many(first_turns)

@@ -9,6 +9,7 @@ import threading
 import pytest
 
 import tokbackend
+from equivalence.corpus import prompt_text
 
 BUILTIN_MODELS = ("qwen3.6", "qwen3")
 # Every exactness and split-surface test that takes `fast_tokenizer` runs on each backend.
@@ -30,6 +31,16 @@ def hf_tokenizer(model_name):
 def backend_name(request) -> str:
     return request.param
 
+
+# Texts many tests encode: code, prose and mixed prompts, added tokens, emoji and combining
+# sequences, and one with code points the guards of gigatoken and fastokens route to HF.
+MIXED_TEXTS = [prompt_text(seed, 3000, kind) for seed in range(6) for kind in ("code", "prose", "mixed")] + [
+    "<|im_start|>user\n<think>x</think><|im_end|>",
+    "e\u0301 \U0001f468\u200d\U0001f469 1\ufe0f\u20e3",
+    "a\u0300\u0300\u1ae6 guarded \u017f's text",
+]
+# One long text (~3k tokens) of letters, CJK, a contraction and digits.
+LONG = "The quick brown fox 毕老师 don't 12345 " * 400
 
 _accelerated: dict[tuple[str, str], object] = {}
 

@@ -8,12 +8,13 @@ import threading
 
 import pytest
 from conftest import held_by_another_thread
+from defects import CutsAnywhere, OffByOne, ShortestFirst, serve_with_splitter
 from hypothesis import Phase, settings
 
 import tokbackend
 from equivalence.conversations import conversations, guarded_sample, turn_by_turn
 from equivalence.differential import find_mismatch
-from tokbackend.segments import DEFAULT_SEGMENT_CACHE_MIB, AddedTokenSplitter, text_of
+from tokbackend.segments import DEFAULT_SEGMENT_CACHE_MIB
 
 
 def _added(tokenizer) -> list[str]:
@@ -58,36 +59,6 @@ def test_batches_of_conversations_are_exact(cached_pair):
     assert fast(texts)["input_ids"] == hf(texts)["input_ids"]  # now from the cache
 
 
-class OffByOne(AddedTokenSplitter):
-    """Planted defect: the first character after each added token is moved into the piece before."""
-
-    def split(self, text, start=0):
-        parts = [text_of(part) for part in super().split(text, start)]
-        for index in range(1, len(parts) - 1):
-            if type(parts[index]) is int and type(parts[index + 1]) is str and index > 0 and type(parts[index - 1]) is str:
-                parts[index - 1] += parts[index + 1][0]
-                parts[index + 1] = parts[index + 1][1:] or " "
-        return parts
-
-
-class ShortestFirst(AddedTokenSplitter):
-    """Planted defect: the shortest added token wins where two start at one position."""
-
-    def __init__(self, tokens):
-        super().__init__(tokens)
-        import re
-
-        self._pattern = re.compile("(" + "|".join(map(re.escape, sorted(tokens, key=len))) + ")")
-
-
-class CutsAnywhere(AddedTokenSplitter):
-    """Planted defect: the prefix memo trusts every remembered prefix, also where a longer added
-    token of the new text starts inside the prefix's last token and runs past its end."""
-
-    def cuts_at(self, text, position):
-        return True
-
-
 @pytest.mark.parametrize("defect", [OffByOne, CutsAnywhere, ShortestFirst])
 def test_the_harness_finds_a_planted_split_defect(fresh_pair, defect):
     """The harness's conversations catch a splitter that cuts one character off, one that prefers
@@ -104,7 +75,7 @@ def test_the_harness_finds_a_planted_split_defect(fresh_pair, defect):
     strategy = conversations(cuts, [])
     exact = find_mismatch(turn_by_turn(hf.encode, cuts), turn_by_turn(fast.encode, cuts), strategy, "exact", _ci())
     assert exact is None, exact.report()
-    fast.tokbackend.splitter = defect(tokens)
+    serve_with_splitter(fast, defect(tokens))
     # finding it is the point here, not shrinking it
     found_only = settings(_ci(), phases=[Phase.explicit, Phase.generate])
     planted = find_mismatch(turn_by_turn(hf.encode, cuts), turn_by_turn(fast.encode, cuts), strategy, "planted", found_only)

@@ -7,13 +7,13 @@
 """
 
 from tokbackend.backends import BackendUnavailableError, EncodeBackend, available_backends, register_backend
+from tokbackend.build import FastPathError
 from tokbackend.loading import DEFAULT_MODEL, ModelNotFoundError, load, load_hf
 from tokbackend.options import AccelerationOptions
 from tokbackend.policy import FallbackReason
-from tokbackend.state import AccelerationState, FastPathError
+from tokbackend.state import AccelerationState
 from tokbackend.tokenizer import AcceleratedTokenizerMixin, accelerate
-
-__version__ = "0.1.0"
+from tokbackend.version import VERSION as __version__
 
 __all__ = [
     "DEFAULT_MODEL",

@@ -9,7 +9,6 @@ import logging
 import sys
 
 from tokbackend import __version__
-from tokbackend.backends import AUTO
 from tokbackend.guard.records import BAKED_RECORDS_ENV
 from tokbackend.options import DEFAULT_BACKEND
 from tokbackend.verify import EXIT_MISSING_TOOLS, EXIT_UNAVAILABLE, STEPS, summary_table, verify_model
@@ -28,7 +27,7 @@ VERIFY_EPILOG = """exit codes:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from tokbackend.backends import available_backends
+    from tokbackend.routing import backend_choices
 
     parser = argparse.ArgumentParser(prog="tokbackend", description="Fast, exact tokenizer backends for serving stacks.")
     parser.add_argument("--version", action="version", version=f"tokbackend {__version__}")
@@ -41,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     verify.add_argument("model", help='built-in name ("qwen3.6", "qwen3"), a local directory, or a hub id in the local HF cache')
-    verify.add_argument("--backend", default=DEFAULT_BACKEND, choices=[AUTO, *available_backends()])
+    verify.add_argument("--backend", default=DEFAULT_BACKEND, choices=backend_choices())
     verify.add_argument(
         "--profile", default="ci", choices=["dev", "ci", "thorough"], help="how many Hypothesis examples per input class"
     )
@@ -66,7 +65,12 @@ def build_parser() -> argparse.ArgumentParser:
         description="Scan every code point through BACKEND and HuggingFace; record the divergent ones for MODEL.",
     )
     guard.add_argument("model", help="built-in name, local directory, or hub id in the local HF cache")
-    guard.add_argument("--backend", default="gigatoken", choices=available_backends())
+    guard.add_argument(
+        "--backend",
+        default=DEFAULT_BACKEND,
+        choices=backend_choices(),
+        help=f"the backend to derive for (default: {DEFAULT_BACKEND}, every backend auto may choose)",
+    )
     guard.add_argument(
         "--output",
         "--output-dir",
@@ -141,7 +145,7 @@ def parse_code_points(text: str) -> list[int]:
 
 
 def derive_guard(model: str, backend_name: str, output: str | None) -> int:
-    """`tokbackend guard`: derive and write a guard record; print what it holds."""
+    """`tokbackend guard`: derive and write a guard record per backend; print what each holds."""
     from pathlib import Path
 
     import tokbackend
@@ -151,23 +155,29 @@ def derive_guard(model: str, backend_name: str, output: str | None) -> int:
     from tokbackend.guard.derive import derive_record
     from tokbackend.guard.records import write_record
     from tokbackend.guard.scan import format_ranges, from_ranges
+    from tokbackend.routing import AUTO
+    from tokbackend.routing.auto import candidates
 
     tokenizer_json = tokbackend.load_hf(model).backend_tokenizer.to_str()
-    kind = backend_class(backend_name)
-    record = derive_record(
-        tokenizer_json,
-        kind.guard_family,
-        lambda text: kind(text, kind.options_for_scanning()),
-        model_fingerprint(tokenizer_json),
-        guard_versions(tuple(kind.versioned_libraries)),
-        progress=lambda step: print(f"  scanned {step}", file=sys.stderr),
-    )
-    path = write_record(record, Path(output) if output else cache_dir() / "guards")
-    record["path"] = str(path)
-    code_points = from_ranges(record["code_points"])
-    print(f"{model}: derived in {record['scan_seconds']} s: {UnicodeGuard(code_points, record).describe()}")
-    print(f"  {format_ranges(code_points)}")
-    print(f"versions {record['applies_to'][0]}; written to {path}")
+    for name in candidates() if backend_name == AUTO else [backend_name]:
+        kind = backend_class(name)
+        if not kind.needs_unicode_guard:
+            print(f"{model}: backend {name!r} needs no guard")
+            continue
+        record = derive_record(
+            tokenizer_json,
+            kind.guard_family,
+            lambda text, kind=kind: kind(text, kind.options_for_scanning()),
+            model_fingerprint(tokenizer_json),
+            guard_versions(tuple(kind.versioned_libraries)),
+            progress=lambda step: print(f"  scanned {step}", file=sys.stderr),
+        )
+        path = write_record(record, Path(output) if output else cache_dir() / "guards")
+        record["path"] = str(path)
+        code_points = from_ranges(record["code_points"])
+        print(f"{model}, {name}: derived in {record['scan_seconds']} s: {UnicodeGuard(code_points, record).describe()}")
+        print(f"  {format_ranges(code_points)}")
+        print(f"versions {record['applies_to'][0]}; written to {path}")
     if output:
         print(f"serve with {BAKED_RECORDS_ENV}={Path(output).resolve()} so accelerate() finds it without a scan")
     return 0

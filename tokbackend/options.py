@@ -5,11 +5,12 @@ from __future__ import annotations
 import dataclasses
 from typing import Literal
 
-from tokbackend.backends import AUTO, backend_class
 from tokbackend.backends.base import DEFAULT_CACHE_BUDGET_MIB
+from tokbackend.routing import AUTO, check_backend_name
 from tokbackend.segments import DEFAULT_SEGMENT_CACHE_MIB
 
-# The backend `accelerate()` and `load()` use when none is named; see README "Choosing a backend".
+# The backend `accelerate()`, `load()`, `tokbackend verify` and `tokbackend guard` use when none
+# is named; see README "Backends".
 DEFAULT_BACKEND = AUTO
 
 UnicodeGuardMode = Literal["derive", "refuse", "off"]
@@ -20,7 +21,7 @@ class AccelerationOptions:
     """How a tokenizer is accelerated.
 
     backend: a registered backend name ("gigatoken", "fastokens", "hf", ...) or "auto" (per
-        model, the fastest backend that is exact for it; see `tokbackend.auto`).
+        model, the fastest backend that is exact for it; see `tokbackend.routing.auto`).
     strict: raise `FastPathError` when the boot probe finds a mismatch, instead of logging an
         error and serving every encode from HuggingFace.
     probe: run the boot probe (edge strings compared with HuggingFace) when a backend is built.
@@ -52,8 +53,7 @@ class AccelerationOptions:
     segment_cache_steps_aside: bool = True
 
     def __post_init__(self) -> None:
-        if self.backend != AUTO:
-            backend_class(self.backend)  # fail early, with the list of known names, on a typo
+        check_backend_name(self.backend)  # fail early, with the list of known names, on a typo
         if self.unicode_guard not in ("derive", "refuse", "off"):
             raise ValueError(f'unicode_guard must be "derive", "refuse" or "off", got {self.unicode_guard!r}')
         for name in ("cache_budget_mib", "segment_cache_mib"):

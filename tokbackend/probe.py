@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from tokbackend.backends import EncodeBackend
     from tokbackend.guard import UnicodeGuard
+    from tokbackend.reference import Reference
+    from tokbackend.routing.lanes import Lane
 
 EDGE_STRINGS = (
     "",
@@ -74,13 +76,12 @@ def probe_strings(added_tokens: list[str]) -> list[str]:
     return strings
 
 
-def run_probe(backend: EncodeBackend, tokenizer, guard: UnicodeGuard) -> ProbeResult:
-    """Compare `backend` with HuggingFace (`tokenizer._hf_ids`) on `probe_strings`, leaving
+def run_probe(backend: EncodeBackend, reference: Reference, guard: UnicodeGuard) -> ProbeResult:
+    """Compare `backend` with HuggingFace (`reference.hf_ids`) on `probe_strings`, leaving
     out strings the Unicode guard sends to HuggingFace anyway."""
     started = time.perf_counter()
-    added = [str(token) for token in tokenizer.added_tokens_decoder.values()]
-    strings = [text for text in probe_strings(added) if not guard.needs_hf(text)]
-    hf_ids = tokenizer._hf_ids(strings)
+    strings = [text for text in probe_strings(reference.added_tokens()) if not guard.needs_hf(text)]
+    hf_ids = reference.hf_ids(strings)
     mismatch = None
     try:
         backend_ids = backend.encode_batch(strings)
@@ -91,3 +92,16 @@ def run_probe(backend: EncodeBackend, tokenizer, guard: UnicodeGuard) -> ProbeRe
             mismatch = ProbeMismatch(text, ours, theirs)
             break
     return ProbeResult(len(strings), time.perf_counter() - started, mismatch)
+
+
+def probe_lane(lane: Lane, reference: Reference, model: str) -> tuple[str | None, float]:
+    """(a message naming the first edge string the lane gets wrong, or None; seconds taken)."""
+    result = run_probe(lane.backend, reference, lane.guard)
+    mismatch = result.mismatch
+    if mismatch is None:
+        return None, result.seconds
+    return (
+        f"backend {lane.name!r} disagrees with HuggingFace for {model} on {mismatch.text!r} (first difference at index "
+        f"{mismatch.first_difference}: backend {mismatch.backend_ids[:12]}, HF {mismatch.hf_ids[:12]})",
+        result.seconds,
+    )

@@ -1,4 +1,4 @@
-"""The HuggingFace-facing side: `accelerate()` and the class it generates.
+"""The HuggingFace-facing side: `accelerate()`, the class it generates, and the reference.
 
 `accelerate()` returns an instance of a generated subclass of the tokenizer's own class, so
 `isinstance` checks, `backend_tokenizer`, the vocabulary and every other attribute stay
@@ -7,17 +7,23 @@ HuggingFace's. The subclass overrides the encode surface: `_encode_plus`, which 
 form. In both, `tokbackend.policy` decides whether the backend may answer, `tokbackend.state`
 answers, and anything else is handed to HuggingFace unchanged, counted by reason and logged once
 per reason.
+
+This is the only module that knows HuggingFace's tokenizer classes: the layers below it see an
+`HFReference` (`tokbackend.reference.Reference`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import copy
 import sys
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from tokbackend.backends import BackendUnavailableError
 from tokbackend.backends.forking import fork_safe_lock
+from tokbackend.models.qwen import builtin_name_of
 from tokbackend.options import AccelerationOptions
 from tokbackend.policy import FallbackReason, TokenizerDefaults, fast_path_reason, length_limit, unknown_kwargs
 from tokbackend.state import AccelerationState
@@ -31,11 +37,22 @@ if TYPE_CHECKING:
 _hf_only = contextvars.ContextVar("tokbackend_hf_only", default=False)
 
 
+@contextlib.contextmanager
+def _handed_to_hf() -> Iterator[None]:
+    """HuggingFace answers whatever is called inside (our overrides step aside)."""
+    token = _hf_only.set(True)
+    try:
+        yield
+    finally:
+        _hf_only.reset(token)
+
+
 class AcceleratedTokenizerMixin:
     """Overrides the encode surface of a HuggingFace fast tokenizer; see the module docstring."""
 
     _tokbackend_original_class: type
     _tokbackend: AccelerationState
+    _tokbackend_reference: HFReference
 
     @property
     def tokbackend(self) -> AccelerationState:
@@ -43,51 +60,44 @@ class AcceleratedTokenizerMixin:
         return self._tokbackend
 
     def encode(self, text, text_pair=None, add_special_tokens=True, padding=False, truncation=None, max_length=None, **kwargs):
-        # The common call, `encode(text)`, asks the same policy without HF's BatchEncoding round
-        # trip (~0.1 ms for a 32k-token prompt); every other call goes through `_encode_plus`.
-        if padding is False and truncation in (None, False) and max_length is None and not kwargs and not _hf_only.get():
-            state = self._tokbackend
-            defaults = TokenizerDefaults(self.split_special_tokens, "token_type_ids" in self.model_input_names)
-            if fast_path_reason(text, text_pair, {}, defaults) is None and isinstance(text, str):
-                ids = state.answer(self, [text], add_special_tokens, None)
-                if ids is not None:
-                    self._eventual_warn_about_too_long_sequence(ids[0], None, True)
-                    return ids[0]
-                token = _hf_only.set(True)  # the hand-over is counted already
-                try:
-                    return super().encode(text, text_pair, add_special_tokens)
-                finally:
-                    _hf_only.reset(token)
+        # The common call, `encode(text)`, asks the policy directly, without HF's BatchEncoding
+        # round trip (~0.1 ms for a 32k-token prompt). Padding, truncation and max_length need
+        # HF's translation into strategies first, and a list is a batch whose ids HF's encode
+        # returns whole; those calls come back through `_encode_plus`.
+        plain = padding is False and truncation in (None, False) and max_length is None
+        if plain and isinstance(text, str) and not _hf_only.get():
+            ids = self._tokbackend_answer(text, text_pair, add_special_tokens, kwargs)
+            if ids is not None:
+                self._eventual_warn_about_too_long_sequence(ids[0], None, True)
+                return ids[0]
+            with _handed_to_hf():  # the hand-over is counted already
+                return super().encode(text, text_pair, add_special_tokens, **kwargs)
         return super().encode(text, text_pair, add_special_tokens, padding, truncation, max_length, **kwargs)
 
     def _encode_plus(self, text, text_pair=None, add_special_tokens=True, **kwargs):
-        if _hf_only.get():
+        if not _hf_only.get():
+            ids = self._tokbackend_answer(text, text_pair, add_special_tokens, kwargs)
+            if ids is not None:
+                return self._batch_encoding(text, ids, kwargs)
+        with _handed_to_hf():
             return super()._encode_plus(text, text_pair, add_special_tokens, **kwargs)
+
+    def _tokbackend_answer(self, text, text_pair, add_special_tokens, kwargs: dict[str, Any]) -> list[list[int]] | None:
+        """The backend's ids for this call, or None after recording why HuggingFace answers it."""
         state = self._tokbackend
         defaults = TokenizerDefaults(self.split_special_tokens, "token_type_ids" in self.model_input_names)
         reason = fast_path_reason(text, text_pair, kwargs, defaults)
-        if reason is None:
-            texts = [text] if isinstance(text, str) else list(text)
-            ids = state.answer(self, texts, add_special_tokens, length_limit(kwargs))
-            if ids is not None:
-                return self._batch_encoding(text, ids, kwargs)
-        else:
-            detail = ", ".join(unknown_kwargs(kwargs)) if reason is FallbackReason.UNKNOWN_KWARG else None
-            state.record_fallback(reason, detail)
-        token = _hf_only.set(True)
-        try:
-            return super()._encode_plus(text, text_pair, add_special_tokens, **kwargs)
-        finally:
-            _hf_only.reset(token)
+        if reason is not None:
+            state.record_fallback(reason, ", ".join(unknown_kwargs(kwargs)) if reason is FallbackReason.UNKNOWN_KWARG else None)
+            return None
+        texts = [text] if isinstance(text, str) else list(text)
+        return state.answer(self._tokbackend_reference, texts, add_special_tokens, length_limit(kwargs) if kwargs else None)
 
     def tokenize(self, *args, **kwargs):
         # HF's tokenize() reads token strings off `tokenizers.Encoding` objects, which only
         # HuggingFace's own encode produces; it is not part of the accelerated surface.
-        token = _hf_only.set(True)
-        try:
+        with _handed_to_hf():
             return super().tokenize(*args, **kwargs)
-        finally:
-            _hf_only.reset(token)
 
     def _batch_encoding(self, text, ids: list[list[int]], kwargs: dict[str, Any]):
         from transformers.tokenization_utils_base import BatchEncoding
@@ -104,20 +114,12 @@ class AcceleratedTokenizerMixin:
             data["attention_mask"] = [1] * len(ids[0]) if single else [[1] * len(sequence) for sequence in ids]
         return BatchEncoding(data)
 
-    def _hf_ids(self, texts: list[str], add_special_tokens: bool = False) -> list[list[int]]:
-        """HuggingFace's own ids for plain texts (the reference the backend must match)."""
-        token = _hf_only.set(True)
-        try:
-            return super()._encode_plus(list(texts), None, add_special_tokens, split_special_tokens=False)["input_ids"]
-        finally:
-            _hf_only.reset(token)
-
     # -- copies: pickle, deepcopy ------------------------------------------------------------
 
     def _tokbackend_plain_copy(self) -> PreTrainedTokenizerBase:
         """A shallow copy of the HuggingFace tokenizer underneath, without acceleration."""
         plain = object.__new__(self._tokbackend_original_class)
-        plain.__dict__.update({key: value for key, value in self.__dict__.items() if key != "_tokbackend"})
+        plain.__dict__.update({key: value for key, value in self.__dict__.items() if key not in _OUR_ATTRIBUTES})
         return plain
 
     def __reduce__(self):
@@ -129,6 +131,7 @@ class AcceleratedTokenizerMixin:
         # no second backend load (vLLM copies the tokenizer twice while building its renderer).
         clone = object.__new__(type(self))
         clone.__dict__.update(self.__dict__)
+        clone._tokbackend_reference = HFReference(clone, self._tokbackend_reference.model)
         return clone
 
     def __deepcopy__(self, memo):
@@ -137,6 +140,51 @@ class AcceleratedTokenizerMixin:
         # Keep classes layered on top of the generated one (vLLM's cached tokenizer class).
         clone.__class__ = type(self)
         return clone
+
+
+_OUR_ATTRIBUTES = frozenset({"_tokbackend", "_tokbackend_reference"})
+
+
+class HFReference:
+    """The `Reference` of one accelerated tokenizer object: what the layers below may ask of it."""
+
+    __slots__ = ("_tokenizer", "model")
+
+    def __init__(self, tokenizer: AcceleratedTokenizerMixin, model: str) -> None:
+        self._tokenizer = tokenizer
+        self.model = model
+
+    def hf_ids(self, texts: list[str], add_special_tokens: bool = False) -> list[list[int]]:
+        """HuggingFace's own ids for plain texts (the reference the backend must match)."""
+        with _handed_to_hf():
+            encoding = super(AcceleratedTokenizerMixin, self._tokenizer)._encode_plus(
+                list(texts), None, add_special_tokens, split_special_tokens=False
+            )
+        return encoding["input_ids"]
+
+    def tokenizer_json(self) -> str:
+        return self._tokenizer.backend_tokenizer.to_str()
+
+    def fingerprint(self) -> tuple[int, str]:
+        """Cheap identity of what the build depends on: vocab size with added tokens (0.5 us)
+        and the post-processor's serialized form (which is what adds BOS/EOS)."""
+        rust = self._tokenizer._tokenizer
+        post_processor = rust.post_processor
+        return rust.get_vocab_size(with_added_tokens=True), "" if post_processor is None else str(post_processor.__getstate__())
+
+    def added_tokens(self) -> list[str]:
+        return [str(token) for token in self._tokenizer.added_tokens_decoder.values()]
+
+
+def reference_of(tokenizer: AcceleratedTokenizerMixin) -> HFReference:
+    """The reference an accelerated tokenizer hands the layers below it (for `tokbackend verify`)."""
+    return tokenizer._tokbackend_reference
+
+
+def model_name(tokenizer: Any) -> str:
+    """The name logs and errors use: a built-in model's name, else its name or path, else its class."""
+    name_or_path = str(getattr(tokenizer, "name_or_path", "") or type(tokenizer).__name__)
+    return builtin_name_of(name_or_path) or name_or_path
 
 
 def _restore(plain: PreTrainedTokenizerBase, options: AccelerationOptions) -> PreTrainedTokenizerBase:
@@ -172,17 +220,16 @@ def accelerated_class(original: type) -> type:
 def _attach(
     tokenizer: PreTrainedTokenizerBase, options: AccelerationOptions, share_from: AccelerationState | None = None
 ) -> PreTrainedTokenizerBase:
-    from tokbackend.state import fingerprint
-
     accelerated = copy.copy(tokenizer)
     accelerated.__class__ = accelerated_class(type(tokenizer))
-    state = AccelerationState(accelerated, options)
-    accelerated._tokbackend = state
-    if share_from is not None and share_from.fingerprint == fingerprint(accelerated):
+    reference = HFReference(accelerated, model_name(tokenizer))
+    accelerated._tokbackend_reference = reference
+    accelerated._tokbackend = state = AccelerationState(reference.model, options)
+    if share_from is not None and share_from.serves(reference.fingerprint()):
         # The backends are immutable once built, so a copy shares them (and the counters).
         state.share_from(share_from)
     else:
-        state.build(accelerated)
+        state.rebuild(reference)
     return accelerated
 
 
@@ -197,8 +244,8 @@ def accelerate(
 
     `backend` and keyword `changes` override fields of `options` (default `AccelerationOptions()`,
     whose docstring lists them: backend, strict, probe, allow_hf_fallback, unicode_guard,
-    cache_budget_mib). The copy is an instance of a subclass of the tokenizer's own class; hand
-    it to any consumer of the original. The original is left as it was (the two share
+    cache_budget_mib, ...). The copy is an instance of a subclass of the tokenizer's own class;
+    hand it to any consumer of the original. The original is left as it was (the two share
     HuggingFace's Rust state, so tokens added through either are seen by both; the copy's
     backend follows).
 
@@ -220,9 +267,8 @@ def accelerate(
     if isinstance(tokenizer, AcceleratedTokenizerMixin):
         tokenizer = tokenizer._tokbackend_plain_copy()
     if getattr(tokenizer, "_tokenizer", None) is None or not getattr(tokenizer, "is_fast", False):
-        model = getattr(tokenizer, "name_or_path", "") or type(tokenizer).__name__
         raise BackendUnavailableError(
-            f"tokbackend: {model} is loaded as a slow (Python) tokenizer {type(tokenizer).__name__}; "
+            f"tokbackend: {model_name(tokenizer)} is loaded as a slow (Python) tokenizer {type(tokenizer).__name__}; "
             "accelerate() needs a fast tokenizer (load it with use_fast=True)"
         )
     return _attach(tokenizer, options)

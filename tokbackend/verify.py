@@ -82,11 +82,20 @@ class VerifyReport:
 
 
 def library_versions() -> dict[str, str | None]:
-    """Versions of tokbackend and every library whose behaviour a verify result depends on."""
+    """Versions of tokbackend and every library whose behaviour a verify result depends on:
+    HuggingFace's, each registered backend's (`versioned_libraries`), the gates' tools."""
     from importlib.metadata import PackageNotFoundError, version
 
+    from tokbackend.backends import available_backends, backend_class
+
+    backend_libraries = []
+    for name in available_backends():
+        try:
+            backend_libraries.extend(backend_class(name).versioned_libraries)
+        except ImportError:
+            continue
     versions: dict[str, str | None] = {}
-    for library in ("tokbackend", "tokenizers", "transformers", "gigatoken", "fastokens", "xgrammar", "hypothesis"):
+    for library in dict.fromkeys(("tokbackend", "tokenizers", "transformers", *backend_libraries, "xgrammar", "hypothesis")):
         try:
             versions[library] = version(library)
         except PackageNotFoundError:
@@ -136,6 +145,7 @@ def verify_model(
     from tokbackend.backends import BackendUnavailableError
     from tokbackend.guard import GuardUnavailableError
     from tokbackend.probe import run_probe
+    from tokbackend.tokenizer import reference_of
 
     report = VerifyReport(model, backend, [])
     with _Step(report, "load", announce) as step:
@@ -166,7 +176,7 @@ def verify_model(
         )
 
     with _Step(report, "boot probe", announce) as step:
-        result = run_probe(acceleration.backend, accelerated, acceleration.guard)
+        result = run_probe(acceleration.backend, reference_of(accelerated), acceleration.guard)
         if result.mismatch is None:
             step.done("ok", f"{result.strings} edge strings agree ({result.seconds * 1000:.1f} ms)")
         else:
@@ -203,14 +213,15 @@ def verify_model(
 
 
 def _code_point_scan(report, hf, raw_backend, accelerated, announce, progress, code_points) -> None:
-    from tokbackend.backends.hf import HFBackend
+    from tokbackend.backends import reference_backend
     from tokbackend.guard.contexts import derive_contexts
     from tokbackend.guard.derive import code_points_to_scan
     from tokbackend.guard.scan import scan
 
     with _Step(report, "code-point scan", announce) as step:
         tokenizer_json = hf.backend_tokenizer.to_str()
-        hf_batch = HFBackend(tokenizer_json).encode_batch
+        reference = reference_backend()
+        hf_batch = reference(tokenizer_json, reference.Options()).encode_batch
         before = accelerated.tokbackend.stats()["fast_texts"]
 
         def accelerated_batch(texts):

@@ -22,8 +22,13 @@ _BUILTIN_FACTORIES = {
     "fastokens": "tokbackend.backends.fastokens:FastokensBackend",
 }
 
+# Backends a server flag may name without tokbackend's "tokbackend-" prefix: the flag users know
+# (`--tokenizer-backend gigatoken`), and the backend the integrations default to.
+BARE_FLAG_BACKENDS = ("gigatoken",)
+
 _lock = fork_safe_lock(sys.modules[__name__], "_lock")
 _factories: dict[str, str | BackendClass] = dict(_BUILTIN_FACTORIES)
+_reserved: dict[str, str] = {}  # name -> what it is instead of a backend
 _entry_points_loaded = False
 
 
@@ -36,13 +41,16 @@ def register_backend(name: str, factory: str | BackendClass) -> None:
         _register_locked(name, factory, origin="register_backend()")
 
 
-# Not a backend but a choice among them, made per model at accelerate() time (tokbackend.auto).
-AUTO = "auto"
+def reserve_name(name: str, meaning: str) -> None:
+    """Keep `name` from being registered as a backend: it means something else (`meaning`),
+    such as routing's "auto"."""
+    with _lock:
+        _reserved[name] = meaning
 
 
 def _register_locked(name: str, factory: str | BackendClass, origin: str) -> None:
-    if name == AUTO:
-        raise ValueError(f"tokbackend backend name {AUTO!r} is reserved for the per-model choice; {origin} tried to use it")
+    if name in _reserved:
+        raise ValueError(f"tokbackend backend name {name!r} is reserved for {_reserved[name]}; {origin} tried to use it")
     if name in _factories:
         raise ValueError(f"tokbackend backend {name!r} is already registered; {origin} tried to register it again")
     _factories[name] = factory
@@ -77,12 +85,23 @@ def backend_class(name: str) -> BackendClass:
     return factory
 
 
+def reference_backend() -> BackendClass:
+    """The registered backend that is HuggingFace's own encoder (`is_reference`), for comparisons."""
+    for name in available_backends():
+        kind = backend_class(name)
+        if getattr(kind, "is_reference", False):
+            return kind
+    raise LookupError("no registered tokbackend backend is marked is_reference")
+
+
 __all__ = [
-    "AUTO",
+    "BARE_FLAG_BACKENDS",
     "BackendClass",
     "BackendUnavailableError",
     "EncodeBackend",
     "available_backends",
     "backend_class",
+    "reference_backend",
     "register_backend",
+    "reserve_name",
 ]

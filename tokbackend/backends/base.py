@@ -4,8 +4,9 @@ This is the low layer of tokbackend, a hard cut: plain primitives in, plain prim
 backend is built from the text of a tokenizer.json and its own typed options, and turns text
 into token ids exactly as HuggingFace would with `add_special_tokens=False`, and nothing else:
 no kwargs, padding, tensors or BatchEncoding. Everything HuggingFace-shaped lives above the
-cut (`tokbackend.policy` decides per call whether a backend may answer, `tokbackend.state`
-routes the call, `tokbackend.tokenizer` is the HuggingFace-facing class).
+cut (`tokbackend.policy` decides per call whether a backend may answer, `tokbackend.routing`
+picks the backend, `tokbackend.state` answers, `tokbackend.tokenizer` is the HuggingFace-facing
+class).
 """
 
 from __future__ import annotations
@@ -70,6 +71,9 @@ class EncodeBackend(Protocol):
     """Text -> ids, for one tokenizer, safe to call from many threads at once."""
 
     name: ClassVar[str]
+    # Whether this is HuggingFace's own encoder, the reference the others are compared with
+    # (never a candidate of "auto").
+    is_reference: ClassVar[bool]
     # Whether text must be screened for code points on which this backend and HF diverge
     # (see tokbackend.guard); False only for backends that are the reference itself.
     needs_unicode_guard: ClassVar[bool]
@@ -104,6 +108,7 @@ class BackendClass(Protocol):
 
     Options: type
     name: str
+    is_reference: bool
     needs_unicode_guard: bool
     versioned_libraries: tuple[str, ...]
     guard_family: str

@@ -41,6 +41,7 @@ class FastokensBackend:
 
     Options = FastokensOptions
     name = "fastokens"
+    is_reference = False
     needs_unicode_guard = True  # PCRE2's Unicode tables are not HF tokenizers' either
     versioned_libraries = ("fastokens",)
     guard_family = "fastokens"

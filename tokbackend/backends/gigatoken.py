@@ -33,6 +33,7 @@ class GigatokenBackend:
 
     Options = GigatokenOptions
     name = "gigatoken"
+    is_reference = False
     needs_unicode_guard = True  # ICU4X's Unicode tables are newer than HF tokenizers'
     versioned_libraries = ("gigatoken",)
     # Guard records describe the library's Unicode tables, so subclasses registered under other

@@ -20,6 +20,7 @@ class HFBackend:
 
     Options = HFOptions
     name = "hf"
+    is_reference = True  # the encoder every other backend must match
     needs_unicode_guard = False  # it is the reference
     versioned_libraries = ()
     guard_family = "hf"

@@ -61,6 +61,7 @@ class RenewingBackend:
         self._current = build()
         kind = type(self._current)
         self.name = kind.name
+        self.is_reference = kind.is_reference
         self.needs_unicode_guard = kind.needs_unicode_guard
         self.versioned_libraries = kind.versioned_libraries
         self.guard_family = kind.guard_family

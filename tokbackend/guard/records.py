@@ -14,10 +14,11 @@ import contextlib
 import hashlib
 import json
 import os
-import re
 from collections.abc import Iterator
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+
+from tokbackend.tokenizer_json import top_level_sections
 
 SHIPPED_RECORDS = Path(__file__).parent / "shipped"
 BAKED_RECORDS_ENV = "TOKBACKEND_GUARD_DIR"
@@ -43,7 +44,7 @@ def model_fingerprint(tokenizer_json: str) -> str:
     Parsing a 248k-token vocabulary takes seconds, so only the small sections are parsed; the
     model section, which HF's serializer writes last, is hashed as text (~30 ms in all).
     """
-    sections = _top_level_sections(tokenizer_json)
+    sections = top_level_sections(tokenizer_json)
     digest = hashlib.sha256()
     for part in ("normalizer", "pre_tokenizer"):
         digest.update(json.dumps(sections.get(part), sort_keys=True, ensure_ascii=False).encode("utf-8"))
@@ -53,43 +54,6 @@ def model_fingerprint(tokenizer_json: str) -> str:
         model = json.dumps(model, separators=(",", ":"), ensure_ascii=False)
     digest.update(model.encode("utf-8"))
     return digest.hexdigest()
-
-
-_decoder = json.JSONDecoder()
-_WHITESPACE = re.compile(r"[ \t\r\n]*")
-
-
-def _top_level_sections(tokenizer_json: str) -> dict:
-    """Top-level values of a tokenizer.json: parsed, except a "model" section that comes after
-    the normalizer and pre-tokenizer (HF writes it last), which is returned as its raw text
-    without surrounding whitespace. A file laid out otherwise is parsed in full."""
-    sections: dict = {}
-    position = _WHITESPACE.match(tokenizer_json, 0).end()
-    if tokenizer_json[position : position + 1] != "{":
-        return json.loads(tokenizer_json)
-    position += 1
-    while True:
-        position = _WHITESPACE.match(tokenizer_json, position).end()
-        key, position = _decoder.raw_decode(tokenizer_json, position)
-        position = _WHITESPACE.match(tokenizer_json, position).end()
-        if not isinstance(key, str) or tokenizer_json[position : position + 1] != ":":
-            return json.loads(tokenizer_json)
-        position = _WHITESPACE.match(tokenizer_json, position + 1).end()
-        if key == "model" and {"normalizer", "pre_tokenizer"} <= sections.keys():
-            rest = tokenizer_json[position:].rstrip()
-            if not rest.endswith("}"):
-                return json.loads(tokenizer_json)
-            sections[key] = rest[:-1].rstrip()
-            return sections
-        value, position = _decoder.raw_decode(tokenizer_json, position)
-        sections[key] = value
-        position = _WHITESPACE.match(tokenizer_json, position).end()
-        separator = tokenizer_json[position : position + 1]
-        if separator == "}":
-            return sections
-        if separator != ",":
-            return json.loads(tokenizer_json)
-        position += 1
 
 
 def _result_digest(record: dict) -> str:

@@ -15,26 +15,29 @@ import logging
 import multiprocessing
 import os
 
+from tokbackend.backends import BARE_FLAG_BACKENDS
+
 logger = logging.getLogger("tokbackend")
 
 ALLOW_FALLBACK_ENV = "TOKBACKEND_ALLOW_HF_FALLBACK"
 FLAG_PREFIX = "tokbackend-"
-PLAIN_FLAG_VALUES = {"gigatoken": "gigatoken"}
+# The value a server flag defaults to in our own helpers (`accelerate_for_sglang`).
+DEFAULT_FLAG_VALUE = BARE_FLAG_BACKENDS[0]
 
 
 def flag_values() -> list[str]:
     """Every value a server flag accepts for tokbackend: "gigatoken", "tokbackend-auto", ..."""
-    from tokbackend.backends import AUTO, available_backends
+    from tokbackend.routing import backend_choices
 
-    return [*PLAIN_FLAG_VALUES, *(FLAG_PREFIX + name for name in (AUTO, *available_backends()))]
+    return [*BARE_FLAG_BACKENDS, *(FLAG_PREFIX + name for name in backend_choices())]
 
 
 def backend_for_flag(value: object) -> str | None:
     """The tokbackend backend a flag value selects, or None when the value is not ours."""
     if not isinstance(value, str):
         return None
-    if value in PLAIN_FLAG_VALUES:
-        return PLAIN_FLAG_VALUES[value]
+    if value in BARE_FLAG_BACKENDS:
+        return value
     if value.startswith(FLAG_PREFIX) and value in flag_values():
         return value.removeprefix(FLAG_PREFIX)
     return None

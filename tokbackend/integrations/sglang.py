@@ -25,7 +25,7 @@ import logging
 import os
 import typing
 
-from tokbackend.integrations.common import accelerate_for_server, backend_for_flag, flag_values
+from tokbackend.integrations.common import DEFAULT_FLAG_VALUE, accelerate_for_server, backend_for_flag, flag_values
 
 logger = logging.getLogger("tokbackend")
 
@@ -95,6 +95,6 @@ def _around_get_processor(original, *args, **kwargs):
     return accelerate_for_sglang(processor, model, flag)
 
 
-def accelerate_for_sglang(tokenizer, model: str, backend_flag: str = "gigatoken"):
+def accelerate_for_sglang(tokenizer, model: str, backend_flag: str = DEFAULT_FLAG_VALUE):
     """`tokbackend.accelerate()` under the servers' start-up contract (`integrations.common`)."""
     return accelerate_for_server(tokenizer, model, f"--tokenizer-backend {backend_flag}", "SGLang", LEGACY_ALLOW_FALLBACK_ENV)

@@ -1,4 +1,5 @@
-"""The split: plain-text encode on the backend, exact; everything else on HuggingFace, counted."""
+"""The split surface and its policy: plain-text encode on the backend, exact; everything else on
+HuggingFace, counted by reason; bad input fails as it fails on HuggingFace."""
 
 from __future__ import annotations
 
@@ -8,11 +9,12 @@ import pickle
 import uuid
 
 import pytest
-from conftest import fast_counts
+from conftest import LONG, fast_counts
 from tokenizers import processors
 
 import tokbackend
 from equivalence.corpus import prompt_text
+from tokbackend.policy import FallbackReason, TokenizerDefaults, fast_path_reason
 from tokbackend.tokenizer import AcceleratedTokenizerMixin
 
 TEXTS = [
@@ -33,7 +35,7 @@ def assert_plain_ids(value, nested: bool) -> None:
         assert all(type(token) is int for token in row)
 
 
-# -- 1. plain-text encode goes to the backend ----------------------------------------------
+# -- 1. plain-text encode goes to the backend -------------------------------------------------
 
 
 @pytest.mark.parametrize("text", TEXTS, ids=range(len(TEXTS)))
@@ -96,7 +98,7 @@ def test_chat_template_encode_goes_through_the_fast_path(hf_tokenizer, fast_toke
     assert rendered == hf_tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
 
 
-# -- 2. everything else stays on HuggingFace -------------------------------------------------
+# -- 2. everything else stays on HuggingFace --------------------------------------------------
 
 
 def test_hf_surfaces_are_untouched(hf_tokenizer, fast_tokenizer, tmp_path):
@@ -131,7 +133,8 @@ def test_incremental_detokenization_matches_hf(hf_tokenizer, fast_tokenizer):
     assert ours == theirs
 
 
-# -- 3. what the fast path cannot answer goes to HuggingFace, counted --------------------------
+# -- 3. what the fast path cannot answer goes to HuggingFace, counted -------------------------
+
 
 FALLBACK_CALLS = {
     "text_pair": lambda tok: tok("question", "answer"),
@@ -187,7 +190,72 @@ def test_tokenizer_level_split_special_tokens_is_honoured(fresh_pair):
     assert fast.tokbackend.stats()["fallbacks"]["split_special_tokens"] == 1
 
 
-# -- 4. special and added tokens, including tokens added after accelerate() ------------------
+def test_the_policy_is_one_pure_function():
+    defaults = TokenizerDefaults(split_special_tokens=False, returns_token_type_ids=False)
+    assert fast_path_reason("x", None, {"truncation_strategy": "longest_first", "max_length": 8}, defaults) is None
+    assert fast_path_reason("x", None, {"truncation_strategy": "longest_first"}, defaults) is FallbackReason.TRUNCATION
+    only_second = {"truncation_strategy": "only_second", "max_length": 8}
+    assert fast_path_reason("x", None, only_second, defaults) is FallbackReason.TRUNCATION
+    assert fast_path_reason("x", "y", {}, defaults) is FallbackReason.TEXT_PAIR
+    assert fast_path_reason([1, 2], None, {}, defaults) is FallbackReason.NON_TEXT_INPUT
+    assert fast_path_reason("x", None, {"future": 1}, defaults) is FallbackReason.UNKNOWN_KWARG
+    assert fast_path_reason("x", None, {}, TokenizerDefaults(True, False)) is FallbackReason.SPLIT_SPECIAL_TOKENS
+
+
+# -- 4. truncation that cuts nothing stays fast -----------------------------------------------
+
+
+def test_truncation_that_cuts_nothing_is_answered_by_the_backend(fast_tokenizer, hf_tokenizer):
+    before = fast_tokenizer.tokbackend.stats()
+    length = len(hf_tokenizer.encode(LONG))
+    for kwargs in ({"truncation": True, "max_length": length + 1}, {"truncation": True, "max_length": length}):
+        assert fast_tokenizer(LONG, **kwargs)["input_ids"] == hf_tokenizer(LONG, **kwargs)["input_ids"]
+        assert fast_tokenizer.encode(LONG, **kwargs) == hf_tokenizer.encode(LONG, **kwargs)
+    after = fast_tokenizer.tokbackend.stats()
+    assert after["fast_texts"] == before["fast_texts"] + 4
+    assert after["fallbacks"].get("truncation", 0) == before["fallbacks"].get("truncation", 0)
+
+
+@pytest.mark.parametrize("side", ["left", "right"])
+def test_truncation_that_cuts_goes_to_hf_on_the_tokenizers_side(fresh_pair, side):
+    hf, fast = fresh_pair
+    hf.truncation_side = fast.truncation_side = side
+    length = len(hf.encode(LONG))
+    kwargs = {"truncation": True, "max_length": length - 7}
+    assert fast.encode(LONG, **kwargs) == hf.encode(LONG, **kwargs)
+    assert fast([LONG, "short"], **kwargs)["input_ids"] == hf([LONG, "short"], **kwargs)["input_ids"]
+    assert fast.tokbackend.stats()["fallbacks"]["truncation"] == 3
+
+
+# -- 5. bad input -----------------------------------------------------------------------------
+
+
+BAD_INPUTS = [None, 1, b"bytes", "lone \ud800 surrogate", ["ok", None], [], 3.5]
+
+
+@pytest.mark.parametrize("bad", BAD_INPUTS, ids=repr)
+@pytest.mark.parametrize("method", ["encode", "__call__"])
+def test_bad_input_raises_what_hf_raises(hf_tokenizer, fast_tokenizer, bad, method):
+    with pytest.raises(BaseException) as theirs:
+        getattr(hf_tokenizer, method)(bad)
+    with pytest.raises(BaseException) as ours:
+        getattr(fast_tokenizer, method)(bad)
+    assert type(ours.value) is type(theirs.value)
+    assert isinstance(ours.value, Exception)
+
+
+def test_out_of_range_ids_decode_as_hf_does(hf_tokenizer, fast_tokenizer):
+    ids = [10**9]
+    try:
+        expected = hf_tokenizer.decode(ids)
+    except Exception as error:  # whatever HF does, the accelerated tokenizer does the same
+        with pytest.raises(type(error)):
+            fast_tokenizer.decode(ids)
+    else:
+        assert fast_tokenizer.decode(ids) == expected
+
+
+# -- 6. special and added tokens, including tokens added after accelerate() -------------------
 
 
 def test_tokens_added_after_accelerate_are_honoured(fresh_pair):
@@ -210,9 +278,6 @@ def test_tokens_added_through_the_original_object_are_seen(fresh_pair):
     assert hf.convert_tokens_to_ids("<from_original>") in fast.encode("a<from_original>b")
 
 
-# -- 5 is in test_consumers.py; 6. add_special_tokens=True semantics ------------------------
-
-
 def test_bos_eos_post_processor_is_reproduced(fresh_pair):
     hf, fast = fresh_pair
     hf.backend_tokenizer.post_processor = processors.TemplateProcessing(
@@ -226,7 +291,7 @@ def test_bos_eos_post_processor_is_reproduced(fresh_pair):
     assert fast.tokbackend.stats()["fallbacks"] == {}
 
 
-# -- the object itself ----------------------------------------------------------------------
+# -- 7. the object itself ---------------------------------------------------------------------
 
 
 def test_accelerated_object_is_a_subclass_of_the_original(hf_tokenizer, fast_tokenizer):

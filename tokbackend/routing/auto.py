@@ -1,7 +1,7 @@
 """`backend="auto"`: per model, the fastest backend that is exact for it, on this host.
 
-Every registered backend but the reference ("hf") is a candidate. A candidate counts only if it
-loads the tokenizer, has a Unicode guard for it and passes the boot probe. The candidates are
+Every registered backend but the reference (`is_reference`: "hf") is a candidate. A candidate
+counts only if it loads the tokenizer, has a Unicode guard for it and passes the boot probe. The candidates are
 then timed on built-in text (one long text, and a batch of texts; guard check included), and
 the fastest answers single texts and the fastest batches: they may be different backends. A
 backend whose memory stays bounded without renewals (fastokens) is preferred when within 10% of
@@ -13,43 +13,49 @@ server, and later starts, build only the chosen backends.
 
 from __future__ import annotations
 
-import hashlib
-import json
+import contextlib
 import logging
 import os
 import statistics
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tokbackend.backends import available_backends, backend_class
 from tokbackend.backends.base import BackendUnavailableError
 from tokbackend.backends.warmup import builtin_texts
-from tokbackend.cache import cache_dir
-from tokbackend.guard import GuardUnavailableError, guard_versions, model_fingerprint
-from tokbackend.options import AccelerationOptions
-from tokbackend.state import FastPathError, Lane, Routing, build_lane, probe_mismatch
+from tokbackend.guard import GuardUnavailableError
+from tokbackend.probe import probe_lane
+from tokbackend.routing import choices
+from tokbackend.routing.failure import NoExactBackend, Shortfall
+from tokbackend.routing.lanes import Lane, Routing, build_lane
 
 if TYPE_CHECKING:
-    from tokbackend.tokenizer import AcceleratedTokenizerMixin
+    from tokbackend.options import AccelerationOptions
+    from tokbackend.reference import Reference
 
 logger = logging.getLogger("tokbackend")
 
-REFERENCE = "hf"
 BATCH_SIZE = 16
 
 
 def candidates() -> list[str]:
-    """Registered backends other than the reference, in name order."""
-    return [name for name in available_backends() if name != REFERENCE]
+    """Registered backends other than the reference (`is_reference`), in name order. A backend
+    whose module cannot be imported stays a candidate: qualifying it says why it cannot serve."""
+    return [name for name in available_backends() if not _is_reference(name)]
 
 
-def choose_routing(
-    tokenizer: AcceleratedTokenizerMixin, tokenizer_json: str, options: AccelerationOptions, model: str
-) -> tuple[Routing, float]:
-    """(the routing, seconds spent probing); raises BackendUnavailableError when no candidate is
-    exact for this model (FastPathError with strict=True)."""
-    key = _choice_key(tokenizer_json)
-    remembered = _remembered(key)
+def _is_reference(name: str) -> bool:
+    try:
+        return bool(getattr(backend_class(name), "is_reference", False))
+    except ImportError:
+        return False
+
+
+def choose_routing(reference: Reference, tokenizer_json: str, options: AccelerationOptions, model: str) -> tuple[Routing, float]:
+    """(the routing, seconds spent probing); raises NoExactBackend when no candidate is exact
+    for this model."""
+    key = choices.choice_key(tokenizer_json, candidates(), _libraries())
+    remembered = choices.remembered(key)
     names = candidates() if remembered is None else sorted({remembered["single"], remembered["batch"]})
     lanes: dict[str, Lane] = {}
     rejected: dict[str, str] = {}
@@ -58,7 +64,7 @@ def choose_routing(
     # derived (minutes); only when no candidate has one are guards derived, as options say.
     unguarded = []
     for name in names:
-        outcome, seconds = _qualify(name, tokenizer, tokenizer_json, options.replace(unicode_guard="refuse"), model)
+        outcome, seconds = _qualify(name, reference, tokenizer_json, options.replace(unicode_guard="refuse"), model)
         probe_seconds += seconds
         if isinstance(outcome, Lane):
             lanes[name] = outcome
@@ -67,7 +73,7 @@ def choose_routing(
         else:
             rejected[name] = outcome
     for name in unguarded if not lanes else ():
-        outcome, seconds = _qualify(name, tokenizer, tokenizer_json, options, model)
+        outcome, seconds = _qualify(name, reference, tokenizer_json, options, model)
         probe_seconds += seconds
         if isinstance(outcome, Lane):
             lanes[name] = outcome
@@ -78,13 +84,13 @@ def choose_routing(
         routing = Routing(lanes[remembered["single"]], lanes[remembered["batch"]], remembered["reason"] + " (remembered)")
         return routing, probe_seconds
     if remembered is not None:  # a remembered backend no longer qualifies: choose afresh
-        _forget(key)
-        return choose_routing(tokenizer, tokenizer_json, options, model)
-    return _choose(lanes, rejected, key, options, model), probe_seconds
+        choices.forget(key)
+        return choose_routing(reference, tokenizer_json, options, model)
+    return _choose(lanes, rejected, key, model), probe_seconds
 
 
 def _qualify(
-    name: str, tokenizer: AcceleratedTokenizerMixin, tokenizer_json: str, options: AccelerationOptions, model: str
+    name: str, reference: Reference, tokenizer_json: str, options: AccelerationOptions, model: str
 ) -> tuple[Lane | str, float]:
     """(the candidate's lane, or why it does not qualify; seconds spent probing)."""
     try:
@@ -93,17 +99,14 @@ def _qualify(
         return f"{type(error).__name__}: {error}", 0.0
     if not options.probe:
         return lane, 0.0
-    mismatch, seconds = probe_mismatch(lane, tokenizer, model)
+    mismatch, seconds = probe_lane(lane, reference, model)
     return (lane if mismatch is None else mismatch), seconds
 
 
-def _choose(lanes: dict[str, Lane], rejected: dict[str, str], key: str, options: AccelerationOptions, model: str) -> Routing:
+def _choose(lanes: dict[str, Lane], rejected: dict[str, str], key: str, model: str) -> Routing:
     if not lanes:
         detail = "; ".join(f"{name}: {why}" for name, why in rejected.items()) or "no candidate backends are registered"
-        message = f"no backend is exact for {model} ({detail})"
-        if options.strict:
-            raise FastPathError(f"tokbackend: {message} (strict=True)")
-        raise BackendUnavailableError(message)
+        raise NoExactBackend(Shortfall.NO_CANDIDATE, f"no backend is exact for {model} ({detail})")
     single = {name: _time_single(lane) for name, lane in lanes.items()}
     batch = {name: _time_batch(lane) for name, lane in lanes.items()}
     single_name, batch_name = _fastest(single, lanes), _fastest(batch, lanes)
@@ -114,7 +117,7 @@ def _choose(lanes: dict[str, Lane], rejected: dict[str, str], key: str, options:
         + ", ".join(f"{name} {seconds * 1000:.1f} ms" for name, seconds in sorted(batch.items(), key=lambda item: item[1]))
         + "".join(f"; {name} not exact here ({why})" for name, why in rejected.items())
     )
-    _remember(key, {"single": single_name, "batch": batch_name, "reason": reason})
+    choices.remember(key, {"single": single_name, "batch": batch_name, "reason": reason})
     return Routing(lanes[single_name], lanes[batch_name], reason)
 
 
@@ -157,59 +160,10 @@ def _time_batch(lane: Lane) -> float:
     return min(runs)
 
 
-def _choice_key(tokenizer_json: str) -> str:
-    libraries = sorted({library for name in candidates() for library in _libraries(name)})
-    import tokbackend
-
-    identity = {
-        "tokbackend": tokbackend.__version__,  # its backends' call paths are part of what was timed
-        "model": model_fingerprint(tokenizer_json),
-        "versions": guard_versions(tuple(libraries)),
-        "candidates": candidates(),
-        "cores": os.cpu_count(),
-    }
-    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode("utf-8")).hexdigest()[:24]
-
-
-def _libraries(name: str) -> tuple[str, ...]:
-    try:
-        return tuple(backend_class(name).versioned_libraries)
-    except ImportError:
-        return ()
-
-
-def _choices_path():
-    return cache_dir() / "auto" / "choices.json"
-
-
-def _read_choices() -> dict[str, Any]:
-    try:
-        return json.loads(_choices_path().read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-
-
-def _remembered(key: str) -> dict[str, str] | None:
-    choice = _read_choices().get(key)
-    return choice if isinstance(choice, dict) and {"single", "batch", "reason"} <= choice.keys() else None
-
-
-def _remember(key: str, choice: dict[str, str]) -> None:
-    _write_choices({**_read_choices(), key: choice})
-
-
-def _forget(key: str) -> None:
-    choices = _read_choices()
-    choices.pop(key, None)
-    _write_choices(choices)
-
-
-def _write_choices(choices: dict[str, Any]) -> None:
-    path = _choices_path()
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        temporary.write_text(json.dumps(choices, indent=1), encoding="utf-8")
-        temporary.replace(path)  # readers in other processes never see half a file
-    except OSError as error:  # a read-only cache only costs the next process a re-timing
-        logger.info("could not save the auto backend choice to %s: %s", path, error)
+def _libraries() -> tuple[str, ...]:
+    """The libraries whose versions the candidates' timings depend on."""
+    libraries: list[str] = []
+    for name in candidates():
+        with contextlib.suppress(ImportError):
+            libraries.extend(backend_class(name).versioned_libraries)
+    return tuple(libraries)

@@ -1,12 +1,8 @@
 """The segment cache: ids of the text between added tokens, kept as Python lists.
 
-HuggingFace splits added tokens out of a text before anything else (leftmost-longest match on
-the raw text), then normalizes, pre-tokenizes and encodes each piece between them on its own.
-So the ids of a text are the concatenation of its pieces' ids and its added tokens' ids, and a
-piece seen before (the system prompt, the tool schemas, every earlier turn of a conversation)
-need not be encoded again. `AddedTokenSplitter` reproduces that split for tokenizers whose added
-tokens it can match exactly (no `lstrip`, `rstrip` or `single_word`, none `normalized`, or no
-normalizer); other tokenizers do not use the cache (`stats()["segment_cache"]["unsupported"]`).
+The ids of a text are the concatenation of its pieces' ids and its added tokens' ids (see
+`tokbackend.segments.splitter`), so a piece seen before (the system prompt, the tool schemas,
+every earlier turn of a conversation) need not be encoded again.
 
 `SegmentCache` is bounded by a byte budget and evicts in insertion order with a second chance
 for pieces hit since the last sweep. A hit takes no lock: one dict read and one dict write,
@@ -24,14 +20,12 @@ memo, every request hashes, looks up and concatenates every piece of the whole c
 
 from __future__ import annotations
 
-import json
-import os
-import re
 import sys
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from tokbackend.backends.forking import fork_safe_lock
+from tokbackend.segments.splitter import AddedTokenSplitter, Piece, text_of
 
 # The budget to turn it on with (`segment_cache_mib=DEFAULT_SEGMENT_CACHE_MIB`): enough for ~40
 # agents' 26k-token conversations; see README "Segment cache" for the measurements behind it.
@@ -46,9 +40,6 @@ _MAX_PREFIXES = 64
 _MAX_CHUNKS = 16
 # Characters at the end of a remembered text compared before the whole of it (see `prefix_of`).
 _TAIL_CHARS = 64
-# Pieces longer than this are keyed as a `Piece` (length and the first and last _KEY_CHARS).
-_PIECE_CHARS = 1024
-_KEY_CHARS = 32
 # The doorkeeper: a piece longer than this is stored the second time it is missed, so that text
 # that never repeats costs no copy into the cache and no eviction. It remembers the hashes of the
 # last _SEEN_LIMIT pieces missed once (~100 bytes each).
@@ -63,102 +54,6 @@ _SEEN_LIMIT = 16_384
 _DRY_TEXTS = 32
 _SAMPLE = 8
 _WORTH = 8
-
-
-class Piece:
-    """A long piece of text as a dict key that is cheap to hash: by its length and both ends, with
-    full equality on a match (a compare is a memcmp; hashing a 130k-character str costs ~0.15 ms
-    a request, since every request's pieces are new str objects)."""
-
-    __slots__ = ("text", "_hash")
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self._hash = hash((len(text), text[:_KEY_CHARS], text[-_KEY_CHARS:]))
-
-    def __hash__(self) -> int:
-        return self._hash
-
-    def __eq__(self, other: object) -> bool:
-        return type(other) is Piece and (self.text is other.text or self.text == other.text)
-
-    def __len__(self) -> int:
-        return len(self.text)
-
-    def __repr__(self) -> str:
-        return f"Piece({self.text[:20]!r}...{len(self.text)} characters)"
-
-
-def text_of(piece: str | Piece) -> str:
-    return piece.text if type(piece) is Piece else piece
-
-
-class AddedTokenSplitter:
-    """Splits text where HuggingFace's added vocabulary would (see the module docstring)."""
-
-    def __init__(self, tokens: dict[str, int]) -> None:
-        self.ids = tokens
-        # Longest first: Python's leftmost-first alternation is then leftmost-longest, as HF's.
-        # The prefix all tokens share ("<" for Qwen) is pulled out of the alternation, which lets
-        # the regex engine skip to candidates (~65 us instead of ~320 us per 130k characters).
-        self.lengths = {token_id: len(token) for token, token_id in tokens.items()}
-        self.longest = max(map(len, tokens), default=0)
-        alternatives = sorted(tokens, key=len, reverse=True)
-        prefix = os.path.commonprefix(alternatives) if len(alternatives) > 1 else ""
-        rest = "|".join(re.escape(token[len(prefix) :]) for token in alternatives)
-        # One capturing group: `re.split` then returns pieces and tokens alternately, in C.
-        self._pattern = re.compile(f"({re.escape(prefix)}(?:{rest}))") if alternatives else None
-
-    @classmethod
-    def for_tokenizer_json(cls, tokenizer_json: str) -> AddedTokenSplitter | str:
-        """A splitter, or why this tokenizer's added tokens cannot be split exactly here."""
-        from tokbackend.guard.records import _top_level_sections
-
-        sections = _top_level_sections(tokenizer_json)
-        added = sections.get("added_tokens") or []
-        normalizer = sections.get("normalizer")
-        for token in added:
-            for flag in ("lstrip", "rstrip", "single_word"):
-                if token.get(flag):
-                    return f"added token {token['content']!r} has {flag}=True"
-            if token.get("normalized") and normalizer is not None:
-                return f"added token {token['content']!r} is matched after normalization"
-        model = sections.get("model")
-        model_head = (model if isinstance(model, str) else json.dumps(model, separators=(",", ":")))[:1000]
-        if re.search(r'"dropout":\s*[0-9]', model_head):
-            return "BPE dropout makes ids random"
-        return cls({token["content"]: token["id"] for token in added if token.get("content")})
-
-    def split(self, text: str, start: int = 0) -> list[str | Piece | int]:
-        """Pieces of text (non-empty; a long one as a `Piece`) and added-token ids (int), in
-        order, of text[start:] (`start` must be a boundary of the split: see `cuts_at`)."""
-        if start:
-            text = text[start:]
-        parts = self._pattern.split(text) if self._pattern is not None else [text]
-        ids = self.ids
-        return [
-            (part if len(part) <= _PIECE_CHARS else Piece(part)) if index % 2 == 0 else ids[part]
-            for index, part in enumerate(parts)
-            if part
-        ]
-
-    def cuts_at(self, text: str, position: int) -> bool:
-        """Whether `position`, the end of an added token where the split of another text with the
-        same text before it had a boundary, is a boundary of the split of `text` too.
-
-        The two splits make the same choices before `position` unless some added token matches
-        `text` from before `position` to after it (only such a match can differ between them),
-        and such a match starts less than `self.longest` characters before it.
-        """
-        if self._pattern is None:
-            return True
-        start = max(0, position - self.longest + 1)
-        end = position + self.longest - 1
-        while (match := self._pattern.search(text, start, end)) is not None and match.start() < position:
-            if match.end() > position:  # the longest token at that start runs past: not safe
-                return False
-            start = match.start() + 1
-        return True
 
 
 class Prefix(NamedTuple):

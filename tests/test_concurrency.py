@@ -1,31 +1,20 @@
-"""Threads, child processes, memory, the Unicode guard on the encode path, the boot probe."""
+"""Threads and child processes: concurrent calls, renewals under load, fork/spawn/forkserver
+children, forks while another thread holds a lock, and calls during a rebuild."""
 
 from __future__ import annotations
 
-import json
 import multiprocessing
 import queue as queue_module
-import subprocess
-import sys
 import threading
-from pathlib import Path
 
 import pytest
-from conftest import held_by_another_thread
+from conftest import MIXED_TEXTS, held_by_another_thread
 
 import tokbackend
 from equivalence.corpus import prompt_text
-from tokbackend.tokenizer import AcceleratedTokenizerMixin
+from tokbackend.tokenizer import AcceleratedTokenizerMixin, reference_of
 
-HELPERS = Path(__file__).parent / "helpers"
-TEXTS = [prompt_text(seed, 3000, kind) for seed in range(6) for kind in ("code", "prose", "mixed")] + [
-    "<|im_start|>user\n<think>x</think><|im_end|>",
-    "e\u0301 \U0001f468\u200d\U0001f469 1\ufe0f\u20e3",
-    "a\u0300\u0300\u1ae6 guarded \u017f's text",  # code points the guards of gigatoken and fastokens route to HF
-]
-
-
-# -- 1. threads ------------------------------------------------------------------------------
+# -- threads ----------------------------------------------------------------------------------
 
 
 def _run_to_completion(worker, count: int, timeout: float) -> None:
@@ -60,14 +49,14 @@ def _all_exact_from_eight_threads(exact, calls: int, timeout: float) -> None:
 
 
 def test_concurrent_single_and_batch_calls_are_exact(hf_tokenizer, fast_tokenizer):
-    expected = [hf_tokenizer.encode(text) for text in TEXTS]
+    expected = [hf_tokenizer.encode(text) for text in MIXED_TEXTS]
     backend_errors_before = fast_tokenizer.tokbackend.stats()["fallbacks"].get("backend_error", 0)
 
     def exact(offset: int, call: int) -> bool:
-        index = (offset + call) % len(TEXTS)
+        index = (offset + call) % len(MIXED_TEXTS)
         if call % 2:
-            return fast_tokenizer.encode(TEXTS[index]) == expected[index]
-        return fast_tokenizer(TEXTS[index : index + 4])["input_ids"] == expected[index : index + 4]
+            return fast_tokenizer.encode(MIXED_TEXTS[index]) == expected[index]
+        return fast_tokenizer(MIXED_TEXTS[index : index + 4])["input_ids"] == expected[index : index + 4]
 
     _all_exact_from_eight_threads(exact, calls=40, timeout=120)
     assert fast_tokenizer.tokbackend.stats()["fallbacks"].get("backend_error", 0) == backend_errors_before
@@ -91,31 +80,7 @@ def test_ids_stay_exact_across_cache_renewals_under_eight_threads(hf_tokenizer):
     assert stats["fast_texts"] > 0
 
 
-def test_raw_gigatoken_single_encode_is_not_thread_safe(hf_tokenizer):
-    """Why every call goes through gigatoken's batch entry point."""
-    import gigatoken
-
-    raw = gigatoken.Tokenizer.from_json(hf_tokenizer.backend_tokenizer.to_str())
-    errors: list[str] = []
-
-    def worker() -> None:
-        for _ in range(30):
-            try:
-                raw.encode(TEXTS[0] * 20)
-                raw.encode_batch_list(TEXTS[:4])
-            except RuntimeError as error:
-                errors.append(str(error))
-
-    threads = [threading.Thread(target=worker) for _ in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
-    assert not any(thread.is_alive() for thread in threads)
-    assert any("Already borrowed" in error for error in errors)
-
-
-# -- 2. fork, spawn, deepcopy, pickle --------------------------------------------------------
+# -- child processes --------------------------------------------------------------------------
 
 
 def _child_encode(tokenizer, texts, queue) -> None:
@@ -134,11 +99,11 @@ def _child_encode(tokenizer, texts, queue) -> None:
 
 @pytest.mark.parametrize("method", ["fork", "spawn", "forkserver"])
 def test_child_processes_get_a_working_exact_accelerated_tokenizer(hf_tokenizer, fast_tokenizer, method):
-    fast_tokenizer(TEXTS)  # the parent has used the batch thread pool before the fork
-    expected = [hf_tokenizer.encode(text) for text in TEXTS]
+    fast_tokenizer(MIXED_TEXTS)  # the parent has used the batch thread pool before the fork
+    expected = [hf_tokenizer.encode(text) for text in MIXED_TEXTS]
     context = multiprocessing.get_context(method)
     queue = context.Queue()
-    child = context.Process(target=_child_encode, args=(fast_tokenizer, TEXTS, queue))
+    child = context.Process(target=_child_encode, args=(fast_tokenizer, MIXED_TEXTS, queue))
     child.start()
     result = queue.get(timeout=240)
     child.join(timeout=60)
@@ -146,13 +111,13 @@ def test_child_processes_get_a_working_exact_accelerated_tokenizer(hf_tokenizer,
     assert result["single"] == expected
     assert result["batch"] == expected
     assert result["accelerated"]
-    assert result["fast_texts"] >= 2 * len(TEXTS) - 2  # all but the guarded text, twice
+    assert result["fast_texts"] >= 2 * len(MIXED_TEXTS) - 2  # all but the guarded text, twice
 
 
 def _add_a_token_and_encode(tokenizer, queue) -> None:
     tokenizer.add_tokens(["<forked_child_token>"])  # the next encode rebuilds the lanes
     text = "before <forked_child_token> after"
-    queue.put((tokenizer.encode(text), tokenizer._hf_ids([text])[0], tokenizer.tokbackend.fast_path_enabled))
+    queue.put((tokenizer.encode(text), reference_of(tokenizer).hf_ids([text])[0], tokenizer.tokbackend.fast_path_enabled))
 
 
 def test_a_child_forked_while_another_thread_rebuilds_can_rebuild(fresh_pair):
@@ -177,50 +142,46 @@ def test_a_child_forked_while_another_thread_rebuilds_can_rebuild(fresh_pair):
     assert ids == hf_ids and fast
 
 
-# -- 3. bounded memory -----------------------------------------------------------------------
+# -- calls during a rebuild --------------------------------------------------------------------
 
 
-def _growth(mode: str, budget_mib: int, prompts: int) -> dict:
-    completed = subprocess.run(
-        [sys.executable, str(HELPERS / "memory_growth.py"), mode, str(budget_mib), str(prompts)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=True,
-    )
-    return json.loads(completed.stdout.strip().splitlines()[-1])
+def test_a_call_that_started_before_a_rebuild_finishes_on_the_build_it_started_with(fresh_pair, monkeypatch):
+    """A call reads the build once. Here one has read it and is held inside the segment cache when
+    tokens are added and another thread starts the rebuild (slowed in the splitter's
+    construction). The call must finish on its own build's splitter, cache and routing. (The
+    shape before builds were immutable reset the splitter to None at the start of a rebuild; a
+    call there failed with AttributeError, counted as backend_error with a WARNING.)"""
+    from tokbackend.segments import SegmentCache, splitter
 
+    hf, _ = fresh_pair
+    fast = tokbackend.accelerate(hf, "gigatoken", segment_cache_steps_aside=False)
+    text = "<|im_start|>user\nsent before the rebuild<|im_end|>\n"
+    expected = hf.encode(text)
+    in_call, rebuilding = threading.Event(), threading.Event()
+    consulted, for_tokenizer_json = SegmentCache.consulted, splitter.AddedTokenSplitter.for_tokenizer_json.__func__
 
-def test_cache_memory_stays_within_the_budget_where_raw_gigatoken_does_not():
-    budget_mib = 128
-    raw = _growth("raw", budget_mib, 2000)
-    accelerated = _growth("accelerated", budget_mib, 2000)
-    assert raw["growth_mib"] > budget_mib, f"raw gigatoken grew only {raw['growth_mib']:.0f} MiB: the test proves nothing"
-    assert accelerated["growth_mib"] < budget_mib, accelerated
-    assert accelerated["renewals"] >= 1
+    def held_consulted(self, texts):
+        if threading.current_thread().name == "caller":
+            in_call.set()
+            assert rebuilding.wait(30)
+        return consulted(self, texts)
 
+    def slow_for_tokenizer_json(cls, tokenizer_json):
+        rebuilding.set()
+        threading.Event().wait(0.5)  # the caller runs on while the new build is half made
+        return for_tokenizer_json(cls, tokenizer_json)
 
-# -- 4. the Unicode guard ----------------------------------------------------------------------
-
-
-def test_guarded_text_is_exact_and_counted(hf_tokenizer, fast_tokenizer):
-    text = TEXTS[-1]
-    assert fast_tokenizer.tokbackend.guard.needs_hf(text)
-    before = fast_tokenizer.tokbackend.stats()["fallbacks"].get("unicode_guard", 0)
-    assert fast_tokenizer(TEXTS)["input_ids"] == [hf_tokenizer.encode(t) for t in TEXTS]
-    assert fast_tokenizer.tokbackend.stats()["fallbacks"]["unicode_guard"] == before + 1
-
-
-def test_guard_is_cheap_to_skip_for_ascii_and_flags_only_divergent_code_points(fast_tokenizer):
-    guard = fast_tokenizer.tokbackend.guard
-    assert not guard.needs_hf(prompt_text(1, 50_000, "code").encode("ascii", "ignore").decode())
-    assert not guard.needs_hf(prompt_text(1, 50_000, "prose"))
-    for code_point in sorted(guard.code_points)[:20]:
-        assert guard.needs_hf("plain text " + chr(code_point) + " more")
-
-
-# -- 5. the boot probe -------------------------------------------------------------------------
-
-
-def test_boot_probe_is_within_budget(fast_tokenizer):
-    assert 0 < fast_tokenizer.tokbackend.probe_seconds < 0.05
+    monkeypatch.setattr(SegmentCache, "consulted", held_consulted)
+    monkeypatch.setattr(splitter.AddedTokenSplitter, "for_tokenizer_json", classmethod(slow_for_tokenizer_json))
+    results: dict[str, list[int]] = {}
+    caller = threading.Thread(target=lambda: results.update(ids=fast.encode(text)), name="caller")
+    caller.start()
+    assert in_call.wait(30)
+    fast.add_tokens(["<added_during_the_call>"])
+    rebuilder = threading.Thread(target=lambda: results.update(after=fast.encode("x <added_during_the_call> y")))
+    rebuilder.start()
+    caller.join(60)
+    rebuilder.join(60)
+    assert results["ids"] == expected
+    assert results["after"] == hf.encode("x <added_during_the_call> y")
+    assert "backend_error" not in fast.tokbackend.stats()["fallbacks"]

@@ -1,0 +1,104 @@
+"""Planted defects, in one place: wrong backends, guards, splitters, and how a test serves with one.
+
+Every exactness gate must be shown to fail on a defect of the class it covers; the tests plant
+these. A defective guard or splitter is planted by building a routing (or segments) with it and
+serving the tokenizer with that build, as a rebuild would.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+from tokbackend.backends.gigatoken import GigatokenBackend
+from tokbackend.backends.hf import HFBackend
+from tokbackend.guard import UnicodeGuard
+from tokbackend.routing import Routing
+from tokbackend.segments import AddedTokenSplitter, Segments, text_of
+
+# -- backends ------------------------------------------------------------------------------
+
+
+class DropsAfterDigits(GigatokenBackend):
+    """A wrong backend: drops the last token of any text containing a digit."""
+
+    name = "drops-after-digits"
+
+    def encode_batch(self, texts):
+        return [
+            ids[:-1] if ids and any(ch.isdigit() for ch in text) else ids for text, ids in zip(texts, super().encode_batch(texts))
+        ]
+
+    def encode(self, text):
+        return self.encode_batch([text])[0]
+
+
+class FastButWrong(HFBackend):
+    """A wrong backend for auto: answers instantly and wrongly (one id per text), and needs no
+    guard, so only the probe stands between it and the routing."""
+
+    name = "fast-but-wrong"
+    is_reference = False
+
+    def encode(self, text):
+        return [0]
+
+    def encode_batch(self, texts):
+        return [self.encode(text) for text in texts]
+
+
+# -- guards --------------------------------------------------------------------------------
+
+
+class FirstThousandCharacters(UnicodeGuard):
+    """A guard that reads only the start of a text."""
+
+    def needs_hf(self, text: str) -> bool:
+        return super().needs_hf(text[:1000])
+
+
+def serve_with_guard(tokenizer, guard: UnicodeGuard) -> None:
+    """Serve `tokenizer` with every lane of its routing guarded by `guard` instead."""
+    state = tokenizer.tokbackend
+    build = state.build
+    single = dataclasses.replace(build.routing.single, guard=guard)
+    batch = single if build.routing.batch is build.routing.single else dataclasses.replace(build.routing.batch, guard=guard)
+    state._build = dataclasses.replace(build, routing=Routing(single, batch, build.routing.reason))
+
+
+# -- splitters -----------------------------------------------------------------------------
+
+
+class OffByOne(AddedTokenSplitter):
+    """The first character after each added token is moved into the piece before."""
+
+    def split(self, text, start=0):
+        parts = [text_of(part) for part in super().split(text, start)]
+        for index in range(1, len(parts) - 1):
+            if type(parts[index]) is int and type(parts[index + 1]) is str and index > 0 and type(parts[index - 1]) is str:
+                parts[index - 1] += parts[index + 1][0]
+                parts[index + 1] = parts[index + 1][1:] or " "
+        return parts
+
+
+class ShortestFirst(AddedTokenSplitter):
+    """The shortest added token wins where two start at one position."""
+
+    def __init__(self, tokens):
+        super().__init__(tokens)
+        self._pattern = re.compile("(" + "|".join(map(re.escape, sorted(tokens, key=len))) + ")")
+
+
+class CutsAnywhere(AddedTokenSplitter):
+    """The prefix memo trusts every remembered prefix, also where a longer added token of the new
+    text starts inside the prefix's last token and runs past its end."""
+
+    def cuts_at(self, text, position):
+        return True
+
+
+def serve_with_splitter(tokenizer, splitter: AddedTokenSplitter) -> None:
+    """Serve `tokenizer` with `splitter` in place of its segment cache's own (the cache kept)."""
+    state = tokenizer.tokbackend
+    build = state.build
+    state._build = dataclasses.replace(build, segments=Segments(splitter, build.segments.cache))

@@ -1,0 +1,177 @@
+"""Routing: the backend registry, named backends, auto's choice, the boot probe that admits a
+lane, and what accelerate() does when no backend is exact."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from conftest import LONG
+from defects import DropsAfterDigits, FastButWrong
+from tokenizers import normalizers
+
+import tokbackend
+from tokbackend.backends.gigatoken import GigatokenBackend
+from tokbackend.backends.hf import HFBackend
+from tokbackend.routing import auto
+from tokbackend.state import FastPathError
+
+
+@pytest.fixture
+def fresh_auto_cache(monkeypatch, tmp_path):
+    """auto's remembered choices live in a cache of the test's own."""
+    monkeypatch.setenv("TOKBACKEND_CACHE_DIR", str(tmp_path))
+    return tmp_path
+
+
+# -- the registry -----------------------------------------------------------------------------
+
+
+def test_registry_lists_builtins_and_refuses_duplicates():
+    assert {"hf", "gigatoken"} <= set(tokbackend.available_backends())
+    with pytest.raises(ValueError, match="already registered"):
+        tokbackend.register_backend("gigatoken", GigatokenBackend)
+    with pytest.raises(ValueError, match="registered backends: .*gigatoken"):
+        tokbackend.accelerate(tokbackend.load_hf("qwen3"), backend="no-such-backend")
+
+
+def test_hf_backend_is_exact(hf_tokenizer):
+    fast = tokbackend.accelerate(hf_tokenizer, backend="hf")
+    text = "<|im_start|>x 123 毕老师<think>"
+    assert fast.encode(text) == hf_tokenizer.encode(text)
+    assert fast.tokbackend.stats()["fast_texts"] == 1
+
+
+def test_slow_or_foreign_objects_are_refused():
+    with pytest.raises(TypeError, match="transformers tokenizer"):
+        tokbackend.accelerate("qwen3")
+
+
+# -- auto -------------------------------------------------------------------------------------
+
+
+def test_auto_chooses_an_exact_backend_and_says_why(hf_tokenizer, fresh_auto_cache, caplog):
+    with caplog.at_level(logging.INFO, logger="tokbackend"):
+        fast = tokbackend.accelerate(hf_tokenizer, "auto")
+    routing = fast.tokbackend.stats()["routing"]
+    assert {routing["single"], routing["batch"]} <= {"gigatoken", "fastokens"}
+    assert "one text" in routing["reason"] and "batch of" in routing["reason"]
+    assert "auto" in fast.tokbackend.describe() and routing["single"] in fast.tokbackend.describe()
+    assert fast.encode(LONG) == hf_tokenizer.encode(LONG)
+    assert fast([LONG, "x"])["input_ids"] == hf_tokenizer([LONG, "x"])["input_ids"]
+    assert fast.tokbackend.stats()["fast_texts"] == 3
+    # a second start remembers the choice and builds only the chosen backends
+    again = tokbackend.accelerate(hf_tokenizer, "auto")
+    assert again.tokbackend.stats()["routing"]["single"] == routing["single"]
+    assert "(remembered)" in again.tokbackend.stats()["routing"]["reason"]
+
+
+def test_a_remembered_choice_is_not_reused_by_another_tokbackend_version(hf_tokenizer, monkeypatch):
+    """What auto timed includes tokbackend's own call paths (fastokens' single-text form, say)."""
+    from tokbackend import version
+    from tokbackend.routing import choices
+
+    text_json = hf_tokenizer.backend_tokenizer.to_str()
+
+    def key():
+        return choices.choice_key(text_json, auto.candidates(), ("gigatoken", "fastokens"))
+
+    first = key()
+    assert key() == first
+    monkeypatch.setattr(version, "VERSION", version.VERSION + ".post1")
+    assert key() != first
+
+
+def test_auto_never_routes_to_a_backend_the_probe_rejects(hf_tokenizer, fresh_auto_cache, register_for_test):
+    register_for_test("fast-but-wrong", FastButWrong)
+    fast = tokbackend.accelerate(hf_tokenizer, "auto")
+    routing = fast.tokbackend.stats()["routing"]
+    assert "fast-but-wrong" not in (routing["single"], routing["batch"])
+    assert "fast-but-wrong not exact here" in routing["reason"]
+    assert fast.encode("room 101") == hf_tokenizer.encode("room 101")
+
+
+def test_auto_without_the_probe_would_route_to_the_planted_defect(hf_tokenizer, fresh_auto_cache, register_for_test):
+    """The gate above is the probe: with it off, the instant wrong backend wins the timing."""
+    register_for_test("fast-but-wrong", FastButWrong)
+    fast = tokbackend.accelerate(hf_tokenizer, "auto", probe=False)
+    assert fast.tokbackend.stats()["routing"]["single"] == "fast-but-wrong"
+    assert fast.encode("room 101") != hf_tokenizer.encode("room 101")
+
+
+def test_auto_with_no_exact_candidate_is_a_clear_error(hf_tokenizer, fresh_auto_cache, monkeypatch, register_for_test):
+    register_for_test("fast-but-wrong", FastButWrong)
+    monkeypatch.setattr(auto, "candidates", lambda: ["fast-but-wrong"])
+    with pytest.raises(tokbackend.BackendUnavailableError, match="no backend is exact.*fast-but-wrong.*disagrees"):
+        tokbackend.accelerate(hf_tokenizer, "auto")
+    fast = tokbackend.accelerate(hf_tokenizer, "auto", allow_hf_fallback=True)
+    assert not fast.tokbackend.fast_path_enabled
+    assert fast.encode("room 101") == hf_tokenizer.encode("room 101")
+
+
+# -- the boot probe, and no exact backend -----------------------------------------------------
+
+
+def test_probe_turns_a_wrong_backend_off(fresh_pair, caplog, register_for_test):
+    register_for_test("drops-after-digits", DropsAfterDigits)
+    hf, _ = fresh_pair
+    with caplog.at_level(logging.ERROR, logger="tokbackend"):
+        fast = tokbackend.accelerate(hf, backend="drops-after-digits")
+    assert not fast.tokbackend.fast_path_enabled
+    assert any("disagrees with HuggingFace" in record.getMessage() for record in caplog.records)
+    text = "room 101"
+    assert fast.encode(text) == hf.encode(text)  # served by HF, so still exact
+    assert fast.tokbackend.stats()["fallbacks"]["fast_path_disabled"] == 1
+
+
+def test_probe_raises_in_strict_mode(fresh_pair, register_for_test):
+    register_for_test("drops-after-digits", DropsAfterDigits)
+    hf, _ = fresh_pair
+    with pytest.raises(FastPathError, match="drops-after-digits.*disagrees"):
+        tokbackend.accelerate(hf, backend="drops-after-digits", strict=True)
+
+
+def test_boot_probe_is_within_budget(fast_tokenizer):
+    assert 0 < fast_tokenizer.tokbackend.probe_seconds < 0.05
+
+
+def test_unloadable_tokenizer_raises_a_clear_error(fresh_pair, caplog):
+    hf, _ = fresh_pair
+    hf.backend_tokenizer.normalizer = normalizers.Sequence([normalizers.NFC(), normalizers.Lowercase()])
+    with pytest.raises(tokbackend.BackendUnavailableError, match="gigatoken.*cannot serve.*allow_hf_fallback"):
+        tokbackend.accelerate(hf, "gigatoken")
+    with caplog.at_level(logging.ERROR, logger="tokbackend"):
+        fast = tokbackend.accelerate(hf, "gigatoken", allow_hf_fallback=True)
+    assert not fast.tokbackend.fast_path_enabled
+    assert fast.encode("HeLLo") == hf.encode("HeLLo") == hf.encode("hello")
+
+
+# -- a new backend is one class --------------------------------------------------------------
+
+
+class ToyBackend(HFBackend):
+    """A backend as a third party would add one: its own name, its own guard records (derived
+    here), HF tokenizers underneath."""
+
+    name = "toy"
+    is_reference = False
+    needs_unicode_guard = True
+    versioned_libraries = ("tokenizers",)
+    guard_family = "toy"
+
+
+def test_a_backend_is_one_registered_class_and_verify_runs_every_step_on_it(register_for_test, monkeypatch, tmp_path):
+    from tokbackend import guard
+    from tokbackend.verify import EXIT_OK, verify_model
+
+    register_for_test("toy", ToyBackend)
+    code_points = list(range(0x4E00, 0x4E20)) + list(range(0x0400, 0x0420)) + [0x17F, 0x323B0]
+    monkeypatch.setattr(guard, "DERIVATION_CODE_POINTS", code_points)
+    monkeypatch.setenv("TOKBACKEND_CACHE_DIR", str(tmp_path))
+    lines: list[str] = []
+    report = verify_model("qwen3", backend="toy", profile="dev", examples=5, code_points=code_points, announce=lines.append)
+    statuses = {step.name: step.status for step in report.steps}
+    assert report.exit_code == EXIT_OK, lines[-20:]
+    assert all(status in ("ok", "info") for status in statuses.values()), statuses
+    assert list((tmp_path / "guards").glob("toy-*.json")), "no guard record was written for the toy backend"
+    assert report.as_json()["versions"]["tokenizers"]

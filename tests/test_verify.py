@@ -1,0 +1,213 @@
+"""`tokbackend verify`'s contract: its exit codes, and each step failing on a planted defect of the
+class it covers."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+from defects import DropsAfterDigits
+from tokenizers import normalizers
+
+import tokbackend
+from tokbackend import cli
+from tokbackend.cache import cache_dir
+from tokbackend.guard import guard_versions, model_fingerprint
+from tokbackend.guard.records import BAKED_RECORDS_ENV, find_record, write_record
+from tokbackend.guard.scan import from_ranges, ranges
+from tokbackend.state import AccelerationState
+from tokbackend.tokenizer import AcceleratedTokenizerMixin
+from tokbackend.verify import EXIT_GRAMMAR, EXIT_MISMATCH, EXIT_OK, EXIT_UNAVAILABLE, verify_model
+
+
+def _run_cli(*arguments: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "tokbackend.cli", *arguments], capture_output=True, text=True, timeout=600, check=False
+    )
+
+
+@pytest.mark.parametrize("model", ["qwen3.6", "qwen3"])
+def test_verify_quick_exits_0_on_builtin_models(model, tmp_path):
+    report_path = tmp_path / "report.json"
+    completed = _run_cli("verify", model, "--quick", "--json", str(report_path))
+    assert completed.returncode == EXIT_OK, completed.stdout + completed.stderr
+    assert "quick check passed (code-point scan and grammar gate skipped)" in completed.stdout
+    report = json.loads(report_path.read_text())
+    assert report["exit_code"] == 0
+    assert [step["name"] for step in report["steps"]][:2] == ["load", "boot probe"]
+    properties = next(step for step in report["steps"] if step["name"] == "hypothesis properties")
+    assert properties["data"]["backend_answered"] > 0
+    assert "oracle boundaries" in report["steps"][0]["detail"]  # the guard by class and oracle
+
+
+# -- exit 1: a mismatch, or a step the fast path took no part in ------------------------------
+
+
+def test_verify_exits_1_with_a_minimal_example_on_a_wrong_backend(register_for_test):
+    register_for_test("drops-after-digits", DropsAfterDigits)
+    lines: list[str] = []
+    report = verify_model("qwen3", backend="drops-after-digits", quick=True, announce=lines.append, progress=False)
+    assert report.exit_code == EXIT_MISMATCH
+    output = "\n".join(lines)
+    assert "[digit_runs] input '0'" in output or "input '1'" in output
+    assert "first difference at index" in output
+
+
+def test_verify_exits_1_when_the_fast_path_silently_answers_nothing(monkeypatch, capsys):
+    """A planted defect: every encode answered by HF and nothing counted. The ids are right, and
+    a gate that only compared ids would pass."""
+    monkeypatch.setattr(AccelerationState, "answer", lambda self, tokenizer, texts, add_special_tokens, limit: None)
+    assert cli.main(["verify", "qwen3", "--quick", "--no-progress"]) == EXIT_MISMATCH
+    assert "answered none" in capsys.readouterr().out
+
+
+def _assert_the_segments_step_fails(capsys, message: str) -> None:
+    """`tokbackend verify qwen3.6 --only segments` exits 1 and says `message`."""
+    exit_code = cli.main(["verify", "qwen3.6", "--only", "segments", "--no-progress"])
+    output = capsys.readouterr().out
+    assert exit_code == EXIT_MISMATCH, output[-3000:]
+    assert message in output
+
+
+def test_verify_exits_1_when_the_segment_cache_splits_one_character_off(monkeypatch, capsys):
+    """A planted defect in the segment cache alone (the first character after an added token
+    moves into the piece before it): the backend is right, the conversations step must fail."""
+    from tokbackend.segments import AddedTokenSplitter
+
+    def off_by_one(self, text, start=0):
+        parts = original(self, text, start)
+        for index in range(1, len(parts) - 1):
+            before, after = parts[index - 1], parts[index + 1]
+            if type(parts[index]) is int and type(before) is str and type(after) is str and len(after) > 1:
+                parts[index - 1], parts[index + 1] = before + after[0], after[1:]
+        return parts
+
+    original = AddedTokenSplitter.split
+    monkeypatch.setattr(AddedTokenSplitter, "split", off_by_one)
+    _assert_the_segments_step_fails(capsys, "a conversation differs with the segment cache on")
+
+
+def test_verify_exits_1_when_the_prefix_memo_drops_an_id(monkeypatch, capsys):
+    """A planted defect in the prefix memo alone (the ids it remembers for a request lose their
+    last one): every piece is right, the reuse of an earlier turn is not; the step must fail."""
+    from tokbackend.segments import SegmentCache
+
+    def drops_last_id(self, text, chars, chunks, replaces):
+        if chunks and chunks[-1]:
+            chunks = (*chunks[:-1], chunks[-1][:-1])
+        original(self, text, chars, chunks, replaces)
+
+    original = SegmentCache.remember
+    monkeypatch.setattr(SegmentCache, "remember", drops_last_id)
+    _assert_the_segments_step_fails(capsys, "a conversation differs with the segment cache on")
+
+
+def test_verify_segments_fails_when_the_cache_answers_nothing(monkeypatch, capsys):
+    """A planted defect: the cache never hits (every piece encoded afresh, so the ids are right):
+    a step the cache took no part in must not pass."""
+    from tokbackend.segments import SegmentCache
+
+    monkeypatch.setattr(SegmentCache, "get", lambda self, piece: None)
+    _assert_the_segments_step_fails(capsys, "no request was answered from the cache")
+
+
+def test_verify_checks_the_segment_cache_on_conversations(capsys):
+    assert cli.main(["verify", "qwen3.6", "--only", "segments", "--no-progress"]) == EXIT_OK
+    assert re.search(r"^segment cache\s+ok\s+[\d.]+\s+conversations agree turn by turn", capsys.readouterr().out, re.MULTILINE)
+
+
+def _guard_classes(record: dict) -> dict[tuple[str, ...], list[int]]:
+    """The guard's code points grouped by the set of (oracle, family) that found each one."""
+    flags: dict[int, set[str]] = {}
+    for oracle, families in record["found_by"].items():
+        for family, found in families.items():
+            for code_point in from_ranges(found):
+                flags.setdefault(code_point, set()).add(f"{oracle}:{family}")
+    classes: dict[tuple[str, ...], list[int]] = {}
+    for code_point, found_by in sorted(flags.items()):
+        classes.setdefault(tuple(sorted(found_by)), []).append(code_point)
+    return classes
+
+
+def _qwen36_record() -> dict:
+    """The record accelerate() uses for Qwen3.6 with the installed versions."""
+    tokenizer_json = tokbackend.load_hf("qwen3.6").backend_tokenizer.to_str()
+    record, _ = find_record("gigatoken", model_fingerprint(tokenizer_json), cache_dir(), guard_versions(("gigatoken",)))
+    assert record is not None, "no guard record for Qwen3.6 with the installed versions"
+    return record
+
+
+@pytest.mark.parametrize(
+    "guard_class",
+    # every other class in CI, all of them in the thorough profile
+    [
+        pytest.param(flags, marks=() if index % 2 == 0 else pytest.mark.slow)
+        for index, flags in enumerate(sorted(_guard_classes(_qwen36_record())))
+    ],
+    ids=lambda flags: "+".join(flags)[:60],
+)
+def test_verify_exits_1_on_a_guard_missing_any_one_class(guard_class, monkeypatch, tmp_path, capsys):
+    """Remove one class of divergent code points from a correct guard: the scan must name one of them."""
+    record = _qwen36_record()
+    members = _guard_classes(record)[guard_class]
+    trimmed = sorted(from_ranges(record["code_points"]) - set(members))
+    write_record({**record, "code_points": [list(pair) for pair in ranges(trimmed)]}, tmp_path)
+    monkeypatch.setenv(BAKED_RECORDS_ENV, str(tmp_path))
+    sample = members[:: max(1, len(members) // 6)][:6]
+    code_points = ",".join(f"U+{code_point:04X}" for code_point in sample + [0x4E00, 0x0416])
+    exit_code = cli.main(
+        ["verify", "qwen3.6", "--backend", "gigatoken", "--only", "scan", "--code-points", code_points, "--no-progress"]
+    )
+    output = capsys.readouterr().out
+    assert exit_code == EXIT_MISMATCH, output[-3000:]
+    assert "counterexample:" in output
+    assert any(f"U+{code_point:04X} in context" in output for code_point in members)
+
+
+# -- exit 2 and 3 -----------------------------------------------------------------------------
+
+
+def test_verify_exits_2_with_the_cause_on_a_tokenizer_the_backend_cannot_load(tmp_path):
+    hf = tokbackend.load_hf("qwen3.6")  # a TokenizersBackend: reloads its tokenizer.json as saved
+    hf.backend_tokenizer.normalizer = normalizers.Sequence([normalizers.NFC(), normalizers.Lowercase()])
+    hf.save_pretrained(tmp_path)
+    completed = _run_cli("verify", str(tmp_path), "--backend", "gigatoken", "--quick")
+    assert completed.returncode == EXIT_UNAVAILABLE
+    assert "Lowercase" in completed.stdout
+    assert "cannot serve" in completed.stdout
+
+
+def test_verify_exits_3_when_a_grammar_engine_sees_another_vocabulary(monkeypatch, capsys):
+    """A planted defect: the accelerated object reports a vocabulary with two ids swapped."""
+
+    def swapped_vocab(self):
+        vocab = dict(super(AcceleratedTokenizerMixin, self).get_vocab())
+        vocab["a"], vocab["b"] = vocab["b"], vocab["a"]
+        return vocab
+
+    monkeypatch.setattr(AcceleratedTokenizerMixin, "get_vocab", swapped_vocab, raising=False)
+    exit_code = cli.main(["verify", "qwen3", "--only", "grammar", "--no-progress"])
+    output = capsys.readouterr().out
+    assert exit_code == EXIT_GRAMMAR, output[-3000:]
+    assert "grammar gate FAILED" in output
+
+
+# -- the whole gate ---------------------------------------------------------------------------
+
+
+@pytest.mark.slow  # ~4.5 min; each way it can fail is tested in CI on its own
+def test_full_verify_on_qwen36_with_scan_and_grammar_gate(tmp_path):
+    """The whole gate as a user runs it (every code point, grammar gate), with fewer examples."""
+    report_path = tmp_path / "report.json"
+    exit_code = cli.main(
+        ["verify", "qwen3.6", "--backend", "gigatoken", "--profile", "dev", "--no-progress", "--json", str(report_path)]
+    )
+    report = json.loads(report_path.read_text())
+    assert exit_code == EXIT_OK, [step for step in report["steps"] if step["status"] != "ok"]
+    steps = {step["name"]: step for step in report["steps"]}
+    assert steps["code-point scan"]["status"] == "ok" and steps["code-point scan"]["data"]["backend_answered"] > 0
+    assert steps["code-point scan"]["data"]["raw_divergent"], "the raw backend diverges nowhere: stale guard?"
+    assert steps["grammar gate"]["status"] == "ok"

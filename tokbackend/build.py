@@ -1,0 +1,114 @@
+"""One build of the fast path for a tokenizer's current state, made in one go and never changed.
+
+A `Build` holds everything `AccelerationState.answer` reads: the routing (or why the fast path
+is off), the special-token affixes, the segment cache, and the fingerprint of the tokenizer
+state it was built for. A rebuild makes a new one and the state swaps it in with one
+assignment, so a call never sees half of one build and half of another.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Hashable
+
+from tokbackend.backends import BackendUnavailableError
+from tokbackend.options import AccelerationOptions
+from tokbackend.reference import Reference
+from tokbackend.routing import NoExactBackend, Routing, Shortfall, build_routing
+from tokbackend.segments import Segments, segments_for
+
+logger = logging.getLogger("tokbackend")
+
+
+class FastPathError(RuntimeError):
+    """`strict=True` and the backend disagreed with HuggingFace during the boot probe."""
+
+
+Affixes = tuple[list[int], list[int]]
+
+
+@dataclasses.dataclass(frozen=True)
+class Build:
+    """What the fast path serves with; see the module docstring."""
+
+    fingerprint: Hashable | None
+    routing: Routing | None = None
+    disabled_reason: str | None = "not built yet"
+    probe_seconds: float = 0.0
+    # the ids HF's post-processor puts around one sequence; None: not a fixed prefix/suffix
+    affixes: Affixes | None = None
+    segments: Segments | None = None
+    segments_unsupported: str | None = None  # why this tokenizer does not use the segment cache
+
+
+UNBUILT = Build(fingerprint=None)
+
+
+def build_for(reference: Reference, options: AccelerationOptions) -> Build:
+    """A build for the reference's current state. Raises BackendUnavailableError (unless
+    allow_hf_fallback) and FastPathError (strict=True) as `AccelerationOptions` documents."""
+    fingerprint = reference.fingerprint()
+    tokenizer_json = reference.tokenizer_json()
+    model = reference.model
+    segments, unsupported = None, None
+    if options.segment_cache_mib is not None:
+        found = segments_for(tokenizer_json, options.segment_cache_mib, options.segment_cache_steps_aside)
+        if isinstance(found, str):
+            unsupported = found
+            logger.info("%s: segment cache off: %s", model, found)
+        else:
+            segments = found
+    common = {"fingerprint": fingerprint, "affixes": special_token_affixes(reference), "segments": segments}
+    common["segments_unsupported"] = unsupported
+    try:
+        routing, probe_seconds = build_routing(reference, tokenizer_json, options, model)
+    except NoExactBackend as failure:
+        return Build(
+            **common,
+            routing=failure.routing,
+            probe_seconds=failure.probe_seconds,
+            disabled_reason=_unserved(failure, options, model),
+        )
+    return Build(**common, routing=routing, disabled_reason=None, probe_seconds=probe_seconds)
+
+
+def _unserved(failure: NoExactBackend, options: AccelerationOptions, model: str) -> str:
+    """Raise, or log and return the reason the fast path is off, for a routing that could not be
+    made: a backend that cannot load (or no exact candidate of "auto") raises unless
+    allow_hf_fallback; an inexact one is turned off; strict=True raises for inexactness."""
+    unavailable = failure.shortfall is Shortfall.UNAVAILABLE or (
+        failure.shortfall is Shortfall.NO_CANDIDATE and not options.strict
+    )
+    if unavailable:
+        message = f"backend {options.backend!r} cannot serve {model}: {failure.reason}"
+        if not options.allow_hf_fallback:
+            raise BackendUnavailableError(
+                f"tokbackend: {message} (pass allow_hf_fallback=True to serve it with HuggingFace instead)"
+            ) from failure
+        logger.error("%s; serving with HuggingFace because allow_hf_fallback=True", message)
+        return f"backend unavailable: {failure.reason}"
+    if options.strict:
+        raise FastPathError(failure.strict_message) from failure
+    logger.error("%s: %s; the fast path is off and every encode goes to HuggingFace", model, failure.reason)
+    return failure.reason
+
+
+def special_token_affixes(reference: Reference) -> Affixes | None:
+    """The ids HF's post-processor puts before and after one sequence, derived by asking HF
+    itself on probe texts; None when its effect is not a fixed prefix/suffix."""
+    probes = ["tokbackend probe", "x"]
+    with_special = reference.hf_ids(probes, add_special_tokens=True)
+    without = reference.hf_ids(probes, add_special_tokens=False)
+    affixes = None
+    for full, bare in zip(with_special, without):
+        for start in range(len(full) - len(bare) + 1):
+            if full[start : start + len(bare)] == bare:
+                found = (full[:start], full[start + len(bare) :])
+                break
+        else:
+            return None
+        if affixes is not None and found != affixes:
+            return None
+        affixes = found
+    return affixes

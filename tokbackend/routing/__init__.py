@@ -1,0 +1,59 @@
+"""Routing: which backend answers a tokenizer's single texts and which its batches.
+
+The only place that knows `auto` (a choice among backends, not a backend): `build_routing`
+builds the named backend's lane (`named`) or lets `auto` choose among every registered backend
+but the reference (`auto`, with choices remembered on disk by `choices`). Either way the result
+is a `Routing` of `Lane`s, or `NoExactBackend`, the one shape of "no backend can serve this
+tokenizer exactly".
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tokbackend.backends import available_backends, backend_class, reserve_name
+from tokbackend.routing.failure import NoExactBackend, Shortfall
+from tokbackend.routing.lanes import FEW_TEXTS, Lane, Routing, build_lane
+
+if TYPE_CHECKING:
+    from tokbackend.options import AccelerationOptions
+    from tokbackend.reference import Reference
+
+AUTO = "auto"
+reserve_name(AUTO, "the per-model choice among backends (tokbackend.routing.auto)")
+
+
+def backend_choices() -> list[str]:
+    """Every value `backend=` takes: "auto" and each registered backend."""
+    return [AUTO, *available_backends()]
+
+
+def check_backend_name(name: str) -> None:
+    """ValueError listing the known names, for a name that is neither "auto" nor registered."""
+    if name != AUTO:
+        backend_class(name)
+
+
+def build_routing(reference: Reference, tokenizer_json: str, options: AccelerationOptions, model: str) -> tuple[Routing, float]:
+    """(the routing for `options.backend`, seconds spent probing); raises NoExactBackend."""
+    if options.backend == AUTO:
+        from tokbackend.routing.auto import choose_routing
+
+        return choose_routing(reference, tokenizer_json, options, model)
+    from tokbackend.routing.named import named_routing
+
+    return named_routing(reference, tokenizer_json, options, model)
+
+
+__all__ = [
+    "AUTO",
+    "FEW_TEXTS",
+    "Lane",
+    "NoExactBackend",
+    "Routing",
+    "Shortfall",
+    "backend_choices",
+    "build_lane",
+    "build_routing",
+    "check_backend_name",
+]

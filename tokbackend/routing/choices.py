@@ -1,0 +1,66 @@
+"""`auto`'s choices, remembered on disk per model, library versions, candidates and core count,
+so the other processes of a server, and later starts, build only the chosen backends."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from tokbackend import version
+from tokbackend.cache import cache_dir
+from tokbackend.guard import guard_versions, model_fingerprint
+
+logger = logging.getLogger("tokbackend")
+
+
+def choice_key(tokenizer_json: str, candidates: list[str], libraries: tuple[str, ...]) -> str:
+    """What a remembered choice is valid for."""
+    identity = {
+        "tokbackend": version.VERSION,  # its backends' call paths are part of what was timed
+        "model": model_fingerprint(tokenizer_json),
+        "versions": guard_versions(tuple(sorted(set(libraries)))),
+        "candidates": candidates,
+        "cores": os.cpu_count(),
+    }
+    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode("utf-8")).hexdigest()[:24]
+
+
+def remembered(key: str) -> dict[str, str] | None:
+    choice = _read().get(key)
+    return choice if isinstance(choice, dict) and {"single", "batch", "reason"} <= choice.keys() else None
+
+
+def remember(key: str, choice: dict[str, str]) -> None:
+    _write({**_read(), key: choice})
+
+
+def forget(key: str) -> None:
+    choices = _read()
+    choices.pop(key, None)
+    _write(choices)
+
+
+def _path() -> Path:
+    return cache_dir() / "auto" / "choices.json"
+
+
+def _read() -> dict[str, Any]:
+    try:
+        return json.loads(_path().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def _write(choices: dict[str, Any]) -> None:
+    path = _path()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        temporary.write_text(json.dumps(choices, indent=1), encoding="utf-8")
+        temporary.replace(path)  # readers in other processes never see half a file
+    except OSError as error:  # a read-only cache only costs the next process a re-timing
+        logger.info("could not save the auto backend choice to %s: %s", path, error)

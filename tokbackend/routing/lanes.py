@@ -1,0 +1,98 @@
+"""Lanes and routings: which backend, with which Unicode guard, answers which call.
+
+A lane is one backend built for one tokenizer, with the guard derived for that backend. A
+routing names the lane for single texts and the lane for batches (`auto` may pick two different
+backends) and encodes through them: texts the lane's guard flags go to HuggingFace, the rest to
+the backend.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from tokbackend.backends import EncodeBackend, backend_class
+from tokbackend.backends.renewal import RenewingBackend
+from tokbackend.cache import cache_dir
+from tokbackend.guard import UnicodeGuard, load_guard
+
+if TYPE_CHECKING:
+    from tokbackend.options import AccelerationOptions
+
+# texts -> HuggingFace's ids for them (the reference every lane must match)
+HFIds = Callable[[list[str]], list[list[int]]]
+
+# Up to this many texts of a `one_by_one` call (the pieces a segment-cache request misses) are
+# encoded one by one on the single-text lane rather than as a batch: they are typically one long
+# new message and a few short ones, and a batch call gives each text one thread, where a
+# single-text call splits a long text across the pool (measured with `bench/backends.py
+# cache-cost`: a ChatML request's two pieces took 1.9x the plain encode as a batch).
+FEW_TEXTS = 4
+
+
+@dataclasses.dataclass(frozen=True)
+class Lane:
+    """A backend with the Unicode guard derived for it."""
+
+    name: str
+    backend: EncodeBackend
+    guard: UnicodeGuard
+
+
+@dataclasses.dataclass(frozen=True)
+class Routing:
+    """Which lane answers single texts and which batches, and why."""
+
+    single: Lane
+    batch: Lane
+    reason: str
+
+    def describe(self) -> dict[str, str]:
+        return {"single": self.single.name, "batch": self.batch.name, "reason": self.reason}
+
+    def lanes(self) -> list[Lane]:
+        """The distinct lanes, single-text lane first."""
+        return [self.single] if self.batch is self.single else [self.single, self.batch]
+
+    def encode(self, texts: list[str], hf_ids: HFIds, one_by_one: bool = False) -> tuple[list[list[int]], set[int]]:
+        """(ids of each text, indexes of the texts the Unicode guard sent to HuggingFace): the
+        lane's backend answers the others in one call (single-text lane for one text, batch lane
+        else), or, with `one_by_one` and at most `FEW_TEXTS` texts, one single-lane call each."""
+        few = len(texts) == 1 or (one_by_one and len(texts) <= FEW_TEXTS)
+        lane = self.single if few else self.batch
+        guarded = {index for index, text in enumerate(texts) if lane.guard.needs_hf(text)}
+        rest = [index for index in range(len(texts)) if index not in guarded]
+        ids: list[list[int]] = [[] for _ in texts]
+        if rest:
+            if few:
+                answered = [lane.backend.encode(texts[index]) for index in rest]
+            else:
+                answered = lane.backend.encode_batch([texts[index] for index in rest])
+            for index, sequence in zip(rest, answered):
+                ids[index] = sequence
+        if guarded:
+            order = sorted(guarded)
+            for index, sequence in zip(order, hf_ids([texts[i] for i in order])):
+                ids[index] = sequence
+        return ids, guarded
+
+
+def build_lane(name: str, tokenizer_json: str, options: AccelerationOptions) -> Lane:
+    """Build backend `name` for this tokenizer.json, bounded by the cache budget where its
+    caches never shrink, with its guard. Raises BackendUnavailableError, GuardUnavailableError."""
+    kind = backend_class(name)
+    if kind.grows_without_bound and options.cache_budget_mib is not None:
+        backend: EncodeBackend = RenewingBackend(lambda: kind(tokenizer_json, kind.Options()), options.cache_budget_mib)
+    else:
+        backend = kind(tokenizer_json, kind.Options())
+    guard_mode = options.unicode_guard if kind.needs_unicode_guard else "off"
+    guard = load_guard(
+        tokenizer_json,
+        kind.guard_family,
+        tuple(kind.versioned_libraries),
+        lambda text: kind(text, kind.options_for_scanning()),
+        guard_mode,
+        cache_dir(),
+    )
+    return Lane(name, backend, guard)

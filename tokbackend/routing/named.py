@@ -1,0 +1,38 @@
+"""A backend named explicitly ("gigatoken", "fastokens", ...): one lane for every call."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tokbackend.backends import BackendUnavailableError
+from tokbackend.guard import GuardUnavailableError
+from tokbackend.probe import probe_lane
+from tokbackend.routing.failure import NoExactBackend, Shortfall
+from tokbackend.routing.lanes import Routing, build_lane
+
+if TYPE_CHECKING:
+    from tokbackend.options import AccelerationOptions
+    from tokbackend.reference import Reference
+
+
+def named_routing(reference: Reference, tokenizer_json: str, options: AccelerationOptions, model: str) -> tuple[Routing, float]:
+    """(the routing, seconds spent probing); raises NoExactBackend."""
+    try:
+        lane = build_lane(options.backend, tokenizer_json, options)
+    except BackendUnavailableError as error:
+        raise NoExactBackend(Shortfall.UNAVAILABLE, str(error)) from error
+    except GuardUnavailableError as error:
+        raise NoExactBackend(Shortfall.INEXACT, str(error), strict_message=f"tokbackend: {model}: {error}") from error
+    routing = Routing(lane, lane, "named explicitly")
+    if not options.probe:
+        return routing, 0.0
+    mismatch, seconds = probe_lane(lane, reference, model)
+    if mismatch is not None:
+        raise NoExactBackend(
+            Shortfall.INEXACT,
+            f"probe mismatch: {mismatch}",
+            strict_message=f"tokbackend: {mismatch} (strict=True)",
+            routing=routing,
+            probe_seconds=seconds,
+        )
+    return routing, seconds

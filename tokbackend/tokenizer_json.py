@@ -1,0 +1,58 @@
+"""Reading a tokenizer.json's small sections without parsing its vocabulary.
+
+A 248k-token vocabulary takes seconds to parse, while what tokbackend reads at start-up (the
+normalizer, the pre-tokenizer, the added tokens, the post-processor) is a few kilobytes. HF's
+serializer writes the model section last, so `top_level_sections` parses every section before
+it and returns the model as its raw text.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+_decoder = json.JSONDecoder()
+_WHITESPACE = re.compile(r"[ \t\r\n]*")
+
+
+def top_level_sections(tokenizer_json: str) -> dict:
+    """Top-level values of a tokenizer.json: parsed, except a "model" section that comes after
+    the normalizer and pre-tokenizer (HF writes it last), which is returned as its raw text
+    without surrounding whitespace. A file laid out otherwise is parsed in full.
+
+    >>> top_level_sections('{"normalizer": null, "pre_tokenizer": null, "model": {"type": "BPE"}}')["model"]
+    '{"type": "BPE"}'
+    """
+    sections: dict = {}
+    position = _WHITESPACE.match(tokenizer_json, 0).end()
+    if tokenizer_json[position : position + 1] != "{":
+        return json.loads(tokenizer_json)
+    position += 1
+    while True:
+        position = _WHITESPACE.match(tokenizer_json, position).end()
+        key, position = _decoder.raw_decode(tokenizer_json, position)
+        position = _WHITESPACE.match(tokenizer_json, position).end()
+        if not isinstance(key, str) or tokenizer_json[position : position + 1] != ":":
+            return json.loads(tokenizer_json)
+        position = _WHITESPACE.match(tokenizer_json, position + 1).end()
+        if key == "model" and {"normalizer", "pre_tokenizer"} <= sections.keys():
+            rest = tokenizer_json[position:].rstrip()
+            if not rest.endswith("}"):
+                return json.loads(tokenizer_json)
+            sections[key] = rest[:-1].rstrip()
+            return sections
+        value, position = _decoder.raw_decode(tokenizer_json, position)
+        sections[key] = value
+        position = _WHITESPACE.match(tokenizer_json, position).end()
+        separator = tokenizer_json[position : position + 1]
+        if separator == "}":
+            return sections
+        if separator != ",":
+            return json.loads(tokenizer_json)
+        position += 1
+
+
+def model_head(sections: dict, characters: int = 1000) -> str:
+    """The first characters of the model section (its type and flags come before the vocabulary)."""
+    model = sections.get("model")
+    return (model if isinstance(model, str) else json.dumps(model, separators=(",", ":")))[:characters]
