@@ -15,6 +15,7 @@ from tokbackend.backends.hf import HFBackend
 from tokbackend.guard import UnicodeGuard
 from tokbackend.routing import Routing
 from tokbackend.segments import AddedTokenSplitter, Segments, text_of
+from tokbackend.tokenizer import HFReference
 
 # -- backends ------------------------------------------------------------------------------
 
@@ -63,7 +64,7 @@ def serve_with_guard(tokenizer, guard: UnicodeGuard) -> None:
     build = state.build
     single = dataclasses.replace(build.routing.single, guard=guard)
     batch = single if build.routing.batch is build.routing.single else dataclasses.replace(build.routing.batch, guard=guard)
-    state._build = dataclasses.replace(build, routing=Routing(single, batch, build.routing.reason))
+    _serve(state, dataclasses.replace(build, routing=Routing(single, batch, build.routing.reason)))
 
 
 # -- splitters -----------------------------------------------------------------------------
@@ -101,4 +102,26 @@ def serve_with_splitter(tokenizer, splitter: AddedTokenSplitter) -> None:
     """Serve `tokenizer` with `splitter` in place of its segment cache's own (the cache kept)."""
     state = tokenizer.tokbackend
     build = state.build
-    state._build = dataclasses.replace(build, segments=Segments(splitter, build.segments.cache))
+    _serve(state, dataclasses.replace(build, segments=Segments(splitter, build.segments.cache)))
+
+
+def _serve(state, build) -> None:
+    """Serve with `build` as a rebuild would: one assignment, the fingerprint it was found right for kept."""
+    state._serving = (build, state._serving[1])
+
+
+# -- the per-call check --------------------------------------------------------------------
+
+
+def serve_with_fingerprint(tokenizer, fingerprint) -> None:
+    """Serve `tokenizer` with `fingerprint()` as the per-call check of whether it changed."""
+
+    class Planted(HFReference):
+        __slots__ = ()
+
+        def fingerprint(self):
+            return fingerprint()
+
+    tokenizer._tokbackend_reference = Planted(tokenizer, tokenizer._tokbackend_reference.model)
+    state = tokenizer.tokbackend
+    state._serving = (state.build, fingerprint())

@@ -10,10 +10,12 @@ import uuid
 
 import pytest
 from conftest import LONG, fast_counts
+from hypothesis import settings
 from tokenizers import processors
 
 import tokbackend
 from equivalence.corpus import prompt_text
+from equivalence.differential import find_mismatch
 from tokbackend.policy import FallbackReason, TokenizerDefaults, fast_path_reason
 from tokbackend.tokenizer import AcceleratedTokenizerMixin
 
@@ -191,15 +193,31 @@ def test_tokenizer_level_split_special_tokens_is_honoured(fresh_pair):
 
 
 def test_the_policy_is_one_pure_function():
+    from transformers.tokenization_utils_base import TruncationStrategy
+
     defaults = TokenizerDefaults(split_special_tokens=False, returns_token_type_ids=False)
-    assert fast_path_reason("x", None, {"truncation_strategy": "longest_first", "max_length": 8}, defaults) is None
-    assert fast_path_reason("x", None, {"truncation_strategy": "longest_first"}, defaults) is FallbackReason.TRUNCATION
-    only_second = {"truncation_strategy": "only_second", "max_length": 8}
-    assert fast_path_reason("x", None, only_second, defaults) is FallbackReason.TRUNCATION
-    assert fast_path_reason("x", "y", {}, defaults) is FallbackReason.TEXT_PAIR
-    assert fast_path_reason([1, 2], None, {}, defaults) is FallbackReason.NON_TEXT_INPUT
-    assert fast_path_reason("x", None, {"future": 1}, defaults) is FallbackReason.UNKNOWN_KWARG
-    assert fast_path_reason("x", None, {}, TokenizerDefaults(True, False)) is FallbackReason.SPLIT_SPECIAL_TOKENS
+    longest = {"truncation_strategy": TruncationStrategy.LONGEST_FIRST, "max_length": 8}
+    assert fast_path_reason("x", None, True, longest, defaults) is None
+    assert fast_path_reason("x", None, True, {"truncation_strategy": TruncationStrategy.LONGEST_FIRST}, defaults) is (
+        FallbackReason.ARGUMENT_VALUE  # no max_length: HF would hand Rust None
+    )
+    only_second = {"truncation_strategy": TruncationStrategy.ONLY_SECOND, "max_length": 8}
+    assert fast_path_reason("x", None, True, only_second, defaults) is FallbackReason.TRUNCATION
+    # a plain string where HF's own layer passes the enum: HF's `_encode_plus` reads `.value`
+    assert fast_path_reason("x", None, True, {**longest, "truncation_strategy": "longest_first"}, defaults) is (
+        FallbackReason.TRUNCATION
+    )
+    assert fast_path_reason("x", "y", True, {}, defaults) is FallbackReason.TEXT_PAIR
+    assert fast_path_reason([1, 2], None, True, {}, defaults) is FallbackReason.NON_TEXT_INPUT
+    assert fast_path_reason("x", None, True, {"future": 1}, defaults) is FallbackReason.UNKNOWN_KWARG
+    assert fast_path_reason("x", None, True, {}, TokenizerDefaults(True, False)) is FallbackReason.SPLIT_SPECIAL_TOKENS
+    # values HF's Rust side rejects are never answered by the backend
+    assert fast_path_reason("x", None, 0, {}, defaults) is FallbackReason.ARGUMENT_VALUE
+    assert fast_path_reason("x", None, True, {**longest, "stride": -1}, defaults) is FallbackReason.ARGUMENT_VALUE
+    assert fast_path_reason("x", None, True, {**longest, "max_length": 8.0}, defaults) is FallbackReason.ARGUMENT_VALUE
+    assert fast_path_reason("x", None, True, {"split_special_tokens": 0}, defaults) is FallbackReason.ARGUMENT_VALUE
+    assert fast_path_reason("x", None, True, {"is_split_into_words": None}, defaults) is FallbackReason.ARGUMENT_VALUE
+    assert fast_path_reason("x", None, True, longest, TokenizerDefaults(False, False, "middle")) is FallbackReason.ARGUMENT_VALUE
 
 
 # -- 4. truncation that cuts nothing stays fast -----------------------------------------------
@@ -325,3 +343,88 @@ def test_load_accelerates_builtin_models():
     assert tokenizer.tokbackend.backend_name == "auto"
     assert tokenizer.tokbackend.stats()["routing"]["single"] in ("gigatoken", "fastokens")
     assert tokenizer.encode("Hello") == [9707]
+
+
+# -- 8. arguments HF validates, and results as rich as HF's ------------------------------------
+
+
+def test_every_call_gets_hfs_ids_or_hfs_exception(hf_tokenizer, fast_tokenizer):
+    """Calls drawn from the values HF's own checks distinguish (non-bool flags, negative and huge
+    lengths, strides past the length, strings where ints go, every text shape): the same result
+    or the same exception class as HF, never ids where HF raises."""
+    from equivalence.arguments import calls, outcome
+
+    added = [str(token) for token in hf_tokenizer.added_tokens_decoder.values()]
+    profile = settings(settings.get_profile("ci"), max_examples=400)
+    mismatch = find_mismatch(
+        lambda call: list(outcome(hf_tokenizer, call)),
+        lambda call: list(outcome(fast_tokenizer, call)),
+        calls(added),
+        "calls",
+        profile,
+    )
+    assert mismatch is None, mismatch.report()
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda tok: tok(TEXTS[0]),
+        lambda tok: tok(TEXTS[:3]),
+        lambda tok: tok(TEXTS[1], add_special_tokens=False, return_attention_mask=False),
+        lambda tok: tok(TEXTS[4], truncation=True, max_length=100_000),
+        lambda tok: tok(("a <|im_end|>", "b")),
+        lambda tok: tok(""),
+    ],
+    ids=["single", "batch", "no-mask", "truncation-that-fits", "tuple", "empty"],
+)
+def test_a_fast_result_offers_what_hfs_does(hf_tokenizer, fast_tokenizer, call):
+    from equivalence.surface import surface
+
+    before = fast_counts(fast_tokenizer)[0]
+    ours = call(fast_tokenizer)
+    assert fast_counts(fast_tokenizer)[0] > before, "the backend answered none of it: the test proves nothing"
+    assert surface(ours) == surface(call(hf_tokenizer))
+    again = pickle.loads(pickle.dumps(ours))
+    assert type(again).__name__ == "BatchEncoding" and again.encodings[0].ids == ours.encodings[0].ids
+
+
+def test_its_encodings_are_computed_only_when_asked_for(fresh_pair):
+    hf, fast = fresh_pair
+    result = fast("hello <|im_end|> there")
+    assert result.is_fast and result.n_sequences == 1 and result["input_ids"] == hf("hello <|im_end|> there")["input_ids"]
+    assert result.__dict__["_lazy"]._compute is not None  # nothing computed by reading ids, is_fast, n_sequences
+    hf.add_tokens(["there"])  # the tokenizer changes before the Encodings are asked for
+    with pytest.raises(RuntimeError, match="disagree with its input_ids"):
+        result.tokens()
+
+
+def test_the_assistant_tokens_mask_is_hfs(hf_tokenizer, fast_tokenizer):
+    template = (
+        "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
+        "{% if message['role'] == 'assistant' %}{% generation %}{{ message['content'] }}{% endgeneration %}"
+        "{% else %}{{ message['content'] }}{% endif %}<|im_end|>\n{% endfor %}"
+    )
+    messages = [{"role": "user", "content": TEXTS[0]}, {"role": "assistant", "content": TEXTS[3]}]
+    kwargs = {"chat_template": template, "tokenize": True, "return_dict": True, "return_assistant_tokens_mask": True}
+    before = fast_counts(fast_tokenizer)[0]
+    ours = fast_tokenizer.apply_chat_template(messages, **kwargs)
+    theirs = hf_tokenizer.apply_chat_template(messages, **kwargs)
+    assert dict(ours) == dict(theirs) and 1 in ours["assistant_masks"]
+    assert fast_counts(fast_tokenizer)[0] == before + 1
+
+
+def test_encode_takes_hfs_arguments_in_hfs_order(hf_tokenizer, fast_tokenizer):
+    import inspect
+
+    def parameters(function):
+        return [(name, parameter.kind, parameter.default) for name, parameter in inspect.signature(function).parameters.items()]
+
+    assert parameters(type(fast_tokenizer).encode) == parameters(type(hf_tokenizer).encode)
+    positional = ("hello world", None, True, False, True, 60, 2)
+    assert fast_tokenizer.encode(*positional) == hf_tokenizer.encode(*positional)
+    with pytest.raises(TypeError) as ours:
+        fast_tokenizer.encode("x", padding_strategy=1)
+    with pytest.raises(TypeError) as theirs:
+        hf_tokenizer.encode("x", padding_strategy=1)
+    assert str(ours.value) == str(theirs.value)  # names HF's method, not tokbackend's

@@ -1,8 +1,8 @@
 """One build of the fast path for a tokenizer's current state, made in one go and never changed.
 
 A `Build` holds everything `AccelerationState.answer` reads: the routing (or why the fast path
-is off), the special-token affixes, the segment cache, and the fingerprint of the tokenizer
-state it was built for. A rebuild makes a new one and the state swaps it in with one
+is off), the special-token affixes, the segment cache, and the content of the tokenizer state it
+was built for (`Reference.content`). A rebuild makes a new one and the state swaps it in with one
 assignment, so a call never sees half of one build and half of another.
 """
 
@@ -32,35 +32,45 @@ Affixes = tuple[list[int], list[int]]
 class Build:
     """What the fast path serves with; see the module docstring."""
 
-    fingerprint: Hashable | None
+    content: Hashable | None
     routing: Routing | None = None
     disabled_reason: str | None = "not built yet"
     probe_seconds: float = 0.0
     # the ids HF's post-processor puts around one sequence; None: not a fixed prefix/suffix
     affixes: Affixes | None = None
+    # special tokens the post-processor adds to one sequence (HF checks `stride` against
+    # max_length less these, whether or not the call adds them)
+    special_tokens: int = 0
     segments: Segments | None = None
     segments_unsupported: str | None = None  # why this tokenizer does not use the segment cache
 
 
-UNBUILT = Build(fingerprint=None)
+UNBUILT = Build(content=None)
 
 
-def build_for(reference: Reference, options: AccelerationOptions) -> Build:
-    """A build for the reference's current state. Raises BackendUnavailableError (unless
-    allow_hf_fallback) and FastPathError (strict=True) as `AccelerationOptions` documents."""
-    fingerprint = reference.fingerprint()
+def build_for(reference: Reference, options: AccelerationOptions, content: Hashable, changed: bool = False) -> Build:
+    """A build for the reference's current state, whose `content` the caller has read. Raises
+    BackendUnavailableError (unless allow_hf_fallback) and FastPathError (strict=True) as
+    `AccelerationOptions` documents. `changed`: the tokenizer changed after `accelerate()` and
+    this build is made during an encode call, which a backend that cannot serve the new state
+    must not fail: it is logged and the fast path turned off (strict=True still raises)."""
     tokenizer_json = reference.tokenizer_json()
     model = reference.model
     segments, unsupported = None, None
     if options.segment_cache_mib is not None:
-        found = segments_for(tokenizer_json, options.segment_cache_mib, options.segment_cache_steps_aside)
+        found = segments_for(tokenizer_json, options.segment_cache_mib, options.segment_cache_steps_aside, reference.hf_ids)
         if isinstance(found, str):
             unsupported = found
             logger.info("%s: segment cache off: %s", model, found)
         else:
             segments = found
-    common = {"fingerprint": fingerprint, "affixes": special_token_affixes(reference), "segments": segments}
-    common["segments_unsupported"] = unsupported
+    common = {
+        "content": content,
+        "affixes": special_token_affixes(reference),
+        "special_tokens": reference.special_tokens_count(),
+        "segments": segments,
+        "segments_unsupported": unsupported,
+    }
     try:
         routing, probe_seconds = build_routing(reference, tokenizer_json, options, model)
     except NoExactBackend as failure:
@@ -68,20 +78,24 @@ def build_for(reference: Reference, options: AccelerationOptions) -> Build:
             **common,
             routing=failure.routing,
             probe_seconds=failure.probe_seconds,
-            disabled_reason=_unserved(failure, options, model),
+            disabled_reason=_unserved(failure, options, model, changed),
         )
     return Build(**common, routing=routing, disabled_reason=None, probe_seconds=probe_seconds)
 
 
-def _unserved(failure: NoExactBackend, options: AccelerationOptions, model: str) -> str:
+def _unserved(failure: NoExactBackend, options: AccelerationOptions, model: str, changed: bool) -> str:
     """Raise, or log and return the reason the fast path is off, for a routing that could not be
     made: a backend that cannot load (or no exact candidate of "auto") raises unless
-    allow_hf_fallback; an inexact one is turned off; strict=True raises for inexactness."""
+    allow_hf_fallback or the tokenizer `changed` during serving; an inexact one is turned off;
+    strict=True raises for inexactness."""
     unavailable = failure.shortfall is Shortfall.UNAVAILABLE or (
         failure.shortfall is Shortfall.NO_CANDIDATE and not options.strict
     )
     if unavailable:
         message = f"backend {options.backend!r} cannot serve {model}: {failure.reason}"
+        if changed:
+            logger.error("%s, since the tokenizer changed after accelerate(); serving it with HuggingFace", message)
+            return f"backend unavailable after a change to the tokenizer: {failure.reason}"
         if not options.allow_hf_fallback:
             raise BackendUnavailableError(
                 f"tokbackend: {message} (pass allow_hf_fallback=True to serve it with HuggingFace instead)"

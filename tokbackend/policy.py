@@ -5,6 +5,12 @@ returns None when the backend may answer, otherwise the `FallbackReason` Hugging
 for. The other reasons are found while answering (the Unicode guard, bad input, a call that
 would truncate); every reason is a member of one enum, so `stats()` and the logs name them
 alike.
+
+The backend answers only calls HuggingFace provably accepts: an argument HF would reject (a
+non-bool `add_special_tokens`, a negative or non-int `stride` when truncating, ...) is handed to
+HF, which raises its own exception with its own message for the installed versions (pyo3's
+messages differ between tokenizers 0.22 and 0.23, so none is re-created here). The rules follow
+HF's own checks in `_encode_plus`, `set_truncation_and_padding` and the Rust binding.
 """
 
 from __future__ import annotations
@@ -24,7 +30,6 @@ class FallbackReason(str, enum.Enum):
     PADDING = "padding"
     TRUNCATION = "truncation"  # also: truncation allowed, and the ids would be cut
     RETURN_TENSORS = "return_tensors"
-    PAD_TO_MULTIPLE_OF = "pad_to_multiple_of"
     SPLIT_SPECIAL_TOKENS = "split_special_tokens"
     RETURN_TOKEN_TYPE_IDS = "return_token_type_ids"
     RETURN_OVERFLOWING_TOKENS = "return_overflowing_tokens"
@@ -34,6 +39,7 @@ class FallbackReason(str, enum.Enum):
     IS_SPLIT_INTO_WORDS = "is_split_into_words"
     SANITIZE_CONTROL_TOKENS = "sanitize_control_tokens"
     UNKNOWN_KWARG = "unknown_kwarg"
+    ARGUMENT_VALUE = "argument_value"  # a value HF validates (and may reject): HF answers or raises
     # found while answering
     FAST_PATH_DISABLED = "fast_path_disabled"
     POST_PROCESSOR = "post_processor"
@@ -47,23 +53,23 @@ class FallbackReason(str, enum.Enum):
         return self is FallbackReason.BACKEND_ERROR
 
 
-# `_encode_plus` flags whose true values the fast path cannot reproduce, in the order checked.
+# `_encode_plus` flags whose true values the fast path cannot reproduce, in the order checked
+# (HF reads each for truthiness only).
 _FLAGS_NEEDING_HF = (
     FallbackReason.RETURN_OVERFLOWING_TOKENS,
     FallbackReason.RETURN_SPECIAL_TOKENS_MASK,
     FallbackReason.RETURN_OFFSETS_MAPPING,
     FallbackReason.RETURN_LENGTH,
-    FallbackReason.IS_SPLIT_INTO_WORDS,
     FallbackReason.SANITIZE_CONTROL_TOKENS,
 )
-# Accepted with any value: warnings only, or a padding side the fast path never pads on.
-_HARMLESS_KWARGS = frozenset({"verbose", "stride", "padding_side", "max_length"})
+# Accepted with any value: read for truthiness only, or never read without padding or truncation
+# (where `max_length` and `stride` are checked above).
+_HARMLESS_KWARGS = frozenset({"verbose", "stride", "padding_side", "max_length", "pad_to_multiple_of", "is_split_into_words"})
 KNOWN_KWARGS = frozenset(
     {
         "padding_strategy",
         "truncation_strategy",
         "return_tensors",
-        "pad_to_multiple_of",
         "split_special_tokens",
         "return_token_type_ids",
         "return_attention_mask",
@@ -73,46 +79,72 @@ KNOWN_KWARGS = frozenset(
 )
 # Truncation strategies that, for one sequence, cut it to `max_length` and nothing else.
 _SINGLE_SEQUENCE_TRUNCATION = frozenset({"longest_first", "only_first"})
+# Rust takes `max_length` and `stride` as usize: pyo3 raises OverflowError outside [0, 2**64).
+_USIZE_END = 1 << 64
 
 
 @dataclasses.dataclass(frozen=True)
 class TokenizerDefaults:
     """What a call inherits from the tokenizer when it does not say."""
 
-    split_special_tokens: bool
+    split_special_tokens: Any  # the tokenizer's `split_special_tokens` (HF requires a bool)
     returns_token_type_ids: bool  # "token_type_ids" in model_input_names
+    truncation_side: str = "right"
 
 
-def fast_path_reason(text: Any, text_pair: Any, kwargs: Mapping[str, Any], defaults: TokenizerDefaults) -> FallbackReason | None:
-    """None when the backend may answer this `_encode_plus(text, text_pair, **kwargs)` call.
+@dataclasses.dataclass(frozen=True)
+class Truncation:
+    """A truncation the call asks for and the fast path may keep: it keeps the backend's ids only
+    when they fit in `max_length` (nothing would be cut), and `stride` must pass the check HF's
+    Rust side makes against `max_length` less the special tokens (`AccelerationState.answer`)."""
 
-    A call with truncation may be answered: `length_limit(kwargs)` gives the length the caller
-    must check the ids against, since only a call that would cut nothing keeps the fast ids.
+    max_length: int
+    stride: int
 
-    >>> fast_path_reason("hi", None, {}, TokenizerDefaults(False, False)) is None
+
+def fast_path_reason(
+    text: Any, text_pair: Any, add_special_tokens: Any, kwargs: Mapping[str, Any], defaults: TokenizerDefaults
+) -> FallbackReason | None:
+    """None when the backend may answer this `_encode_plus(text, text_pair, add_special_tokens,
+    **kwargs)` call: HF would accept it and return the ids alone (and an attention mask).
+
+    A call with truncation may be answered: `truncation_of(kwargs)` gives what the caller must
+    check the ids against, since only a call that would cut nothing keeps the fast ids.
+
+    >>> fast_path_reason("hi", None, True, {}, TokenizerDefaults(False, False)) is None
     True
+    >>> fast_path_reason("hi", None, 0, {}, TokenizerDefaults(False, False))  # HF: TypeError from pyo3
+    <FallbackReason.ARGUMENT_VALUE: 'argument_value'>
     """
-    if not (isinstance(text, str) or (isinstance(text, (list, tuple)) and text and all(isinstance(item, str) for item in text))):
+    if not (type(text) is str or (type(text) in (list, tuple) and text and all(type(item) is str for item in text))):
         return FallbackReason.NON_TEXT_INPUT
     if text_pair is not None:
         return FallbackReason.TEXT_PAIR
+    if add_special_tokens is not True and add_special_tokens is not False:
+        return FallbackReason.ARGUMENT_VALUE
     if _value(kwargs.get("padding_strategy")) not in (None, "do_not_pad"):
         return FallbackReason.PADDING
-    truncation = _value(kwargs.get("truncation_strategy"))
-    if truncation not in (None, "do_not_truncate") and (
-        truncation not in _SINGLE_SEQUENCE_TRUNCATION or not isinstance(kwargs.get("max_length"), int)
-    ):
-        return FallbackReason.TRUNCATION
+    truncation = kwargs.get("truncation_strategy")
+    if _value(truncation) not in (None, "do_not_truncate"):
+        if not isinstance(truncation, enum.Enum) or truncation.value not in _SINGLE_SEQUENCE_TRUNCATION:
+            return FallbackReason.TRUNCATION
+        if not _is_usize(kwargs.get("max_length")) or not _is_usize(kwargs.get("stride", 0)):
+            return FallbackReason.ARGUMENT_VALUE
+        if defaults.truncation_side not in ("right", "left"):
+            return FallbackReason.ARGUMENT_VALUE
     if kwargs.get("return_tensors") is not None:
         return FallbackReason.RETURN_TENSORS
-    if kwargs.get("pad_to_multiple_of") is not None:
-        return FallbackReason.PAD_TO_MULTIPLE_OF
     split_special_tokens = kwargs.get("split_special_tokens")
-    if split_special_tokens or (split_special_tokens is None and defaults.split_special_tokens):
-        return FallbackReason.SPLIT_SPECIAL_TOKENS
+    if split_special_tokens is None:
+        split_special_tokens = defaults.split_special_tokens
+    if split_special_tokens is not False:
+        return FallbackReason.SPLIT_SPECIAL_TOKENS if split_special_tokens is True else FallbackReason.ARGUMENT_VALUE
     return_token_type_ids = kwargs.get("return_token_type_ids")
     if return_token_type_ids or (return_token_type_ids is None and defaults.returns_token_type_ids):
         return FallbackReason.RETURN_TOKEN_TYPE_IDS
+    is_split_into_words = kwargs.get("is_split_into_words", False)
+    if is_split_into_words is not False:
+        return FallbackReason.IS_SPLIT_INTO_WORDS if is_split_into_words else FallbackReason.ARGUMENT_VALUE
     for flag in _FLAGS_NEEDING_HF:
         if kwargs.get(flag.value):
             return FallbackReason.TRUNCATION if flag is FallbackReason.RETURN_OVERFLOWING_TOKENS and truncation else flag
@@ -121,12 +153,16 @@ def fast_path_reason(text: Any, text_pair: Any, kwargs: Mapping[str, Any], defau
     return None
 
 
-def length_limit(kwargs: Mapping[str, Any]) -> int | None:
-    """The most ids (special tokens included) a call allowed by `fast_path_reason` may return
-    unchanged; None when it asks for no truncation."""
+def truncation_of(kwargs: Mapping[str, Any]) -> Truncation | None:
+    """The truncation a call allowed by `fast_path_reason` asks for; None when it asks for none."""
     if _value(kwargs.get("truncation_strategy")) in (None, "do_not_truncate"):
         return None
-    return kwargs["max_length"]
+    return Truncation(kwargs["max_length"], kwargs.get("stride", 0))
+
+
+def _is_usize(value: Any) -> bool:
+    # bool is an int that pyo3 accepts as 0/1; leaving it (and floats) to HF is exact, only not fast
+    return type(value) is int and 0 <= value < _USIZE_END
 
 
 def unknown_kwargs(kwargs: Mapping[str, Any]) -> list[str]:

@@ -3,7 +3,8 @@
 `tokbackend.tokenizer` is the only module that knows HuggingFace's tokenizer classes. It hands
 the layers below it (state, build, routing, probe) a `Reference`: HuggingFace's own ids for
 plain texts (the answer every backend must match), the tokenizer.json backends are built from,
-a cheap fingerprint of what the encode depends on, and the added tokens.
+a cheap fingerprint (read on every call) and the content (read when the fingerprint changed) of
+what the encode depends on, the added tokens, and how many special tokens its post-processor adds.
 """
 
 from __future__ import annotations
@@ -29,9 +30,18 @@ class Reference(Protocol):
         ...
 
     def fingerprint(self) -> Hashable:
-        """Changes whenever anything an encode depends on changes (checked on every call)."""
+        """Changes whenever anything an encode depends on may have changed (read on every call,
+        so a few microseconds at most and never a walk over the vocabulary)."""
+        ...
+
+    def content(self) -> Hashable:
+        """What a build is made from: equal for two tokenizer states that encode alike."""
         ...
 
     def added_tokens(self) -> list[str]:
         """The contents of the added tokens, in id order."""
+        ...
+
+    def special_tokens_count(self) -> int:
+        """How many special tokens the post-processor adds to one sequence."""
         ...

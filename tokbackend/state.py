@@ -3,9 +3,11 @@
 `AccelerationState` is what `accelerate()` attaches (reach it as `tokenizer.tokbackend`). It
 serves plain-text encodes from one immutable `Build` (`tokbackend.build`): guarded texts from
 HuggingFace, the rest from the routing's single-text or batch lane, through the segment cache
-where the tokenizer uses one. When the tokenizer's fingerprint changes (tokens added, the
-post-processor replaced) it makes a new build and swaps it in with one assignment; a call reads
-the build once, so it finishes on the build it started with.
+where the tokenizer uses one. Every call compares the tokenizer's fingerprint with the one it
+last served; when it changed (tokens added, the normalizer replaced, ...) and so did what a build
+is made from (`Reference.content`), the state makes a new build and swaps it in, with the
+fingerprint, in one assignment. A call reads them once, so it finishes on the build it started
+with.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from tokbackend.backends.forking import fork_safe_lock
 from tokbackend.build import UNBUILT, Build, FastPathError, build_for
 from tokbackend.guard import UnicodeGuard
 from tokbackend.options import AccelerationOptions
-from tokbackend.policy import FallbackReason
+from tokbackend.policy import FallbackReason, Truncation
 from tokbackend.reference import Reference
 from tokbackend.routing import Routing
 from tokbackend.segments import AddedTokenSplitter, SegmentCache, encode_through_cache
@@ -45,7 +47,8 @@ class AccelerationState:
         self.options = options
         self.model = model
         self.counters = AccelerationStats()
-        self._build: Build = UNBUILT
+        # the build served, and the fingerprint of the tokenizer state it was last found right for
+        self._serving: tuple[Build, object] = (UNBUILT, None)
         self._rebuild_lock = fork_safe_lock(self, "_rebuild_lock")
 
     # -- what stats() and the logs show ---------------------------------------------------------
@@ -53,7 +56,7 @@ class AccelerationState:
     @property
     def build(self) -> Build:
         """The build serving calls now (immutable; a rebuild replaces it)."""
-        return self._build
+        return self._serving[0]
 
     @property
     def backend_name(self) -> str:
@@ -61,44 +64,44 @@ class AccelerationState:
 
     @property
     def fast_path_enabled(self) -> bool:
-        return self._build.disabled_reason is None
+        return self.build.disabled_reason is None
 
     @property
     def disabled_reason(self) -> str | None:
-        return self._build.disabled_reason
+        return self.build.disabled_reason
 
     @property
     def probe_seconds(self) -> float:
-        return self._build.probe_seconds
+        return self.build.probe_seconds
 
     @property
     def routing(self) -> Routing | None:
-        return self._build.routing
+        return self.build.routing
 
     @property
     def backend(self) -> EncodeBackend | None:
         """The single-text lane's backend (the only one unless "auto" split the routing)."""
-        routing = self._build.routing
+        routing = self.build.routing
         return None if routing is None else routing.single.backend
 
     @property
     def guard(self) -> UnicodeGuard:
-        routing = self._build.routing
+        routing = self.build.routing
         return _NO_GUARD if routing is None else routing.single.guard
 
     @property
     def splitter(self) -> AddedTokenSplitter | None:
-        segments = self._build.segments
+        segments = self.build.segments
         return None if segments is None else segments.splitter
 
     @property
     def segment_cache(self) -> SegmentCache | None:
-        segments = self._build.segments
+        segments = self.build.segments
         return None if segments is None else segments.cache
 
     def stats(self) -> dict[str, Any]:
         """Counters and state, e.g. `{"backend": "gigatoken", "fast_calls": 3, "fallbacks": {...}}`."""
-        build = self._build
+        build = self.build
         backend_stats: dict[str, Any] = {}
         for lane in () if build.routing is None else build.routing.lanes():
             backend_stats.update(lane.backend.stats())
@@ -126,7 +129,7 @@ class AccelerationState:
 
     def describe(self) -> str:
         """One line for start-up logs: backend, routing and why, guard, probe."""
-        build = self._build
+        build = self.build
         routing = build.routing
         if routing is None or build.disabled_reason is not None:
             return f"backend {self.backend_name}, fast path off ({build.disabled_reason})"
@@ -147,35 +150,43 @@ class AccelerationState:
 
     # -- building -----------------------------------------------------------------------------
 
-    def serves(self, fingerprint: object) -> bool:
-        """Whether the current build was made for a tokenizer state with this fingerprint."""
-        return self._build.fingerprint == fingerprint
+    def serves(self, content: object) -> bool:
+        """Whether the current build was made for a tokenizer state with this content."""
+        return self._serving[0].content == content
 
-    def share_from(self, other: AccelerationState) -> None:
-        """Serve with `other`'s build and counters (copies of one tokenizer share one backend)."""
-        self._build, self.counters = other._build, other.counters
+    def share_from(self, other: AccelerationState, reference: Reference) -> None:
+        """Serve with `other`'s build and counters (copies of one tokenizer share one backend);
+        the caller has checked that `other` serves the reference's content."""
+        self._serving, self.counters = (other.build, reference.fingerprint()), other.counters
 
     def rebuild(self, reference: Reference) -> Build:
-        """Build for the reference's current state, unless another thread just did; called by
-        accelerate() and whenever the fingerprint changes. BackendUnavailableError propagates
-        unless allow_hf_fallback; FastPathError with strict=True."""
+        """The build for the reference's current state: the current one when what a build is
+        made from has not changed, else a new one (unless another thread just made it). Called
+        by accelerate() (BackendUnavailableError propagates unless allow_hf_fallback) and by a
+        call that finds the fingerprint changed (a backend that cannot serve the changed
+        tokenizer turns the fast path off, logged); FastPathError with strict=True."""
         with self._rebuild_lock:
-            if self._build.fingerprint != reference.fingerprint():
-                self._build = build_for(reference, self.options)
-            return self._build
+            fingerprint = reference.fingerprint()
+            build, seen = self._serving
+            if fingerprint != seen:
+                content = reference.content()
+                if content != build.content:
+                    build = build_for(reference, self.options, content, changed=build is not UNBUILT)
+                self._serving = (build, fingerprint)
+            return build
 
     # -- answering ----------------------------------------------------------------------------
 
     def answer(
-        self, reference: Reference, texts: list[str], add_special_tokens: bool, limit: int | None
+        self, reference: Reference, texts: list[str], add_special_tokens: bool, truncation: Truncation | None
     ) -> list[list[int]] | None:
         """Ids for plain texts, or None after recording why HuggingFace must answer the call.
 
-        limit: the most ids a text may have (truncation requested); a call in which any text
-        would be cut goes to HuggingFace, which truncates on the tokenizer's side.
+        truncation: a text may have at most `truncation.max_length` ids; a call in which any
+        text would be cut goes to HuggingFace, which truncates on the tokenizer's side.
         """
-        build = self._build
-        if reference.fingerprint() != build.fingerprint:
+        build, seen = self._serving
+        if reference.fingerprint() != seen:
             build = self.rebuild(reference)
         if build.disabled_reason is not None:
             self.record_fallback(FallbackReason.FAST_PATH_DISABLED, texts=len(texts))
@@ -183,6 +194,9 @@ class AccelerationState:
         affixes = build.affixes
         if add_special_tokens and affixes is None:
             self.record_fallback(FallbackReason.POST_PROCESSOR, texts=len(texts))
+            return None
+        if truncation is not None and _stride_rejected(truncation, build.special_tokens):
+            self.record_fallback(FallbackReason.ARGUMENT_VALUE, f"stride {truncation.stride} too large", texts=len(texts))
             return None
         try:
             segments, routing = build.segments, build.routing
@@ -203,10 +217,16 @@ class AccelerationState:
         if add_special_tokens and (affixes[0] or affixes[1]):
             prefix, suffix = affixes
             ids = [prefix + sequence + suffix for sequence in ids]
-        if limit is not None and any(len(sequence) > limit for sequence in ids):
-            self.record_fallback(FallbackReason.TRUNCATION, f"more than max_length={limit} ids", texts=len(texts))
+        if truncation is not None and any(len(sequence) > truncation.max_length for sequence in ids):
+            self.record_fallback(FallbackReason.TRUNCATION, f"more than max_length={truncation.max_length} ids", texts=len(texts))
             return None
         return ids
+
+
+def _stride_rejected(truncation: Truncation, special_tokens: int) -> bool:
+    """HF's Rust side rejects a stride above max_length less the special tokens (ValueError); it
+    subtracts in unsigned arithmetic, so below that many it checks nothing."""
+    return truncation.max_length >= special_tokens and truncation.stride > truncation.max_length - special_tokens
 
 
 __all__ = ["AccelerationState", "FastPathError"]

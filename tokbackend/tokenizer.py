@@ -17,15 +17,19 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import copy
+import functools
 import sys
-from collections.abc import Iterator
+import types
+from collections.abc import Hashable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from tokbackend import watch
 from tokbackend.backends import BackendUnavailableError
 from tokbackend.backends.forking import fork_safe_lock
+from tokbackend.encoding import LazyBatchEncoding
 from tokbackend.models.qwen import builtin_name_of
 from tokbackend.options import AccelerationOptions
-from tokbackend.policy import FallbackReason, TokenizerDefaults, fast_path_reason, length_limit, unknown_kwargs
+from tokbackend.policy import FallbackReason, TokenizerDefaults, fast_path_reason, truncation_of, unknown_kwargs
 from tokbackend.state import AccelerationState
 
 if TYPE_CHECKING:
@@ -59,39 +63,60 @@ class AcceleratedTokenizerMixin:
         """The acceleration state: `tokenizer.tokbackend.stats()` reads the counters."""
         return self._tokbackend
 
-    def encode(self, text, text_pair=None, add_special_tokens=True, padding=False, truncation=None, max_length=None, **kwargs):
-        # The common call, `encode(text)`, asks the policy directly, without HF's BatchEncoding
-        # round trip (~0.1 ms for a 32k-token prompt). Padding, truncation and max_length need
-        # HF's translation into strategies first, and a list is a batch whose ids HF's encode
-        # returns whole; those calls come back through `_encode_plus`.
-        plain = padding is False and truncation in (None, False) and max_length is None
-        if plain and isinstance(text, str) and not _hf_only.get():
-            ids = self._tokbackend_answer(text, text_pair, add_special_tokens, kwargs)
+    def encode(
+        self,
+        text,
+        text_pair=None,
+        add_special_tokens=True,
+        padding=False,
+        truncation=None,
+        max_length=None,
+        stride=0,
+        padding_side=None,
+        return_tensors=None,
+        **kwargs,
+    ):
+        # The common call, `encode(text)`, goes to the policy directly, without HF's BatchEncoding
+        # round trip (~0.1 ms for a 32k-token prompt). Anything else (padding, truncation, tensors,
+        # a batch, more keywords) takes HF's own path: HF resolves and checks the arguments as
+        # it does for its own calls, and the call comes back through `_encode_plus`.
+        if (
+            padding is False
+            and (truncation is None or truncation is False)
+            and max_length is None
+            and return_tensors is None
+            and not kwargs
+            and type(text) is str
+            and not _hf_only.get()
+        ):
+            ids = self._tokbackend_answer(text, text_pair, add_special_tokens, {})
             if ids is not None:
                 self._eventual_warn_about_too_long_sequence(ids[0], None, True)
                 return ids[0]
             with _handed_to_hf():  # the hand-over is counted already
-                return super().encode(text, text_pair, add_special_tokens, **kwargs)
-        return super().encode(text, text_pair, add_special_tokens, padding, truncation, max_length, **kwargs)
+                return super().encode(text, text_pair, add_special_tokens, stride=stride, padding_side=padding_side)
+        return super().encode(
+            text, text_pair, add_special_tokens, padding, truncation, max_length, stride, padding_side, return_tensors, **kwargs
+        )
 
     def _encode_plus(self, text, text_pair=None, add_special_tokens=True, **kwargs):
         if not _hf_only.get():
             ids = self._tokbackend_answer(text, text_pair, add_special_tokens, kwargs)
             if ids is not None:
-                return self._batch_encoding(text, ids, kwargs)
+                return self._batch_encoding(text, ids, add_special_tokens, kwargs)
         with _handed_to_hf():
             return super()._encode_plus(text, text_pair, add_special_tokens, **kwargs)
 
     def _tokbackend_answer(self, text, text_pair, add_special_tokens, kwargs: dict[str, Any]) -> list[list[int]] | None:
         """The backend's ids for this call, or None after recording why HuggingFace answers it."""
         state = self._tokbackend
-        defaults = TokenizerDefaults(self.split_special_tokens, "token_type_ids" in self.model_input_names)
-        reason = fast_path_reason(text, text_pair, kwargs, defaults)
+        defaults = TokenizerDefaults(self.split_special_tokens, "token_type_ids" in self.model_input_names, self.truncation_side)
+        reason = fast_path_reason(text, text_pair, add_special_tokens, kwargs, defaults)
         if reason is not None:
             state.record_fallback(reason, ", ".join(unknown_kwargs(kwargs)) if reason is FallbackReason.UNKNOWN_KWARG else None)
             return None
-        texts = [text] if isinstance(text, str) else list(text)
-        return state.answer(self._tokbackend_reference, texts, add_special_tokens, length_limit(kwargs) if kwargs else None)
+        texts = [text] if type(text) is str else list(text)
+        return state.answer(self._tokbackend_reference, texts, add_special_tokens, truncation_of(kwargs) if kwargs else None)
 
     def tokenize(self, *args, **kwargs):
         # HF's tokenize() reads token strings off `tokenizers.Encoding` objects, which only
@@ -99,20 +124,19 @@ class AcceleratedTokenizerMixin:
         with _handed_to_hf():
             return super().tokenize(*args, **kwargs)
 
-    def _batch_encoding(self, text, ids: list[list[int]], kwargs: dict[str, Any]):
-        from transformers.tokenization_utils_base import BatchEncoding
-
+    def _batch_encoding(self, text, ids: list[list[int]], add_special_tokens: bool, kwargs: dict[str, Any]):
         verbose = kwargs.get("verbose", True)
         for sequence in ids:
             self._eventual_warn_about_too_long_sequence(sequence, kwargs.get("max_length"), verbose)
         return_attention_mask = kwargs.get("return_attention_mask")
         if return_attention_mask is None:
             return_attention_mask = "attention_mask" in self.model_input_names
-        single = isinstance(text, str)
+        single = type(text) is str
         data: dict[str, Any] = {"input_ids": ids[0] if single else ids}
         if return_attention_mask:
             data["attention_mask"] = [1] * len(ids[0]) if single else [[1] * len(sequence) for sequence in ids]
-        return BatchEncoding(data)
+        compute = functools.partial(self._tokbackend_reference.hf_encodings, text, add_special_tokens, kwargs)
+        return LazyBatchEncoding.of(data, ids, compute)
 
     # -- copies: pickle, deepcopy ------------------------------------------------------------
 
@@ -162,18 +186,27 @@ class HFReference:
             )
         return encoding["input_ids"]
 
-    def tokenizer_json(self) -> str:
-        return self._tokenizer.backend_tokenizer.to_str()
+    def hf_encodings(self, text, add_special_tokens: bool, kwargs: dict[str, Any]) -> list:
+        """HuggingFace's own `tokenizers.Encoding`s for a call the fast path answered."""
+        with _handed_to_hf():
+            return (
+                super(AcceleratedTokenizerMixin, self._tokenizer)._encode_plus(text, None, add_special_tokens, **kwargs).encodings
+            )
 
-    def fingerprint(self) -> tuple[int, str]:
-        """Cheap identity of what the build depends on: vocab size with added tokens (0.5 us)
-        and the post-processor's serialized form (which is what adds BOS/EOS)."""
-        rust = self._tokenizer._tokenizer
-        post_processor = rust.post_processor
-        return rust.get_vocab_size(with_added_tokens=True), "" if post_processor is None else str(post_processor.__getstate__())
+    def tokenizer_json(self) -> str:
+        return watch.tokenizer_json_for_backends(self._tokenizer._tokenizer)
+
+    def fingerprint(self) -> Hashable:
+        return watch.fingerprint(self._tokenizer._tokenizer)
+
+    def content(self) -> Hashable:
+        return watch.content(self._tokenizer._tokenizer)
 
     def added_tokens(self) -> list[str]:
         return [str(token) for token in self._tokenizer.added_tokens_decoder.values()]
+
+    def special_tokens_count(self) -> int:
+        return self._tokenizer._tokenizer.num_special_tokens_to_add(False)
 
 
 def reference_of(tokenizer: AcceleratedTokenizerMixin) -> HFReference:
@@ -199,22 +232,36 @@ def accelerated_class(original: type) -> type:
     """The generated subclass of `original` that overrides only the encode surface.
 
     It keeps the original's name, so code that reads `type(tokenizer).__name__` (and
-    `save_pretrained`, which records it) sees what it always saw.
+    `save_pretrained`, which records it) sees what it always saw; its overrides carry the names
+    of the methods they override, so an error that names one (`got multiple values for keyword
+    argument ...`) reads as HF's.
     """
     with _class_lock:
         generated = _accelerated_classes.get(original)
         if generated is None:
-            generated = type(
-                original.__name__,
-                (AcceleratedTokenizerMixin, original),
-                {
-                    "__module__": original.__module__,
-                    "__qualname__": original.__qualname__,
-                    "_tokbackend_original_class": original,
-                },
-            )
+            namespace = {
+                "__module__": original.__module__,
+                "__qualname__": original.__qualname__,
+                "_tokbackend_original_class": original,
+            }
+            for name in ("encode", "_encode_plus"):
+                namespace[name] = _named_like(AcceleratedTokenizerMixin.__dict__[name], getattr(original, name))
+            generated = type(original.__name__, (AcceleratedTokenizerMixin, original), namespace)
             _accelerated_classes[original] = generated
         return generated
+
+
+def _named_like(function: types.FunctionType, overridden: Any) -> types.FunctionType:
+    """A copy of `function` (same code, same `super()` cell) named like `overridden`."""
+    copied = types.FunctionType(
+        function.__code__, function.__globals__, function.__name__, function.__defaults__, function.__closure__
+    )
+    copied.__kwdefaults__ = function.__kwdefaults__
+    copied.__annotations__ = dict(getattr(overridden, "__annotations__", {}))
+    copied.__doc__ = getattr(overridden, "__doc__", None)
+    copied.__module__ = getattr(overridden, "__module__", function.__module__)
+    copied.__qualname__ = getattr(overridden, "__qualname__", function.__qualname__)
+    return copied
 
 
 def _attach(
@@ -225,9 +272,9 @@ def _attach(
     reference = HFReference(accelerated, model_name(tokenizer))
     accelerated._tokbackend_reference = reference
     accelerated._tokbackend = state = AccelerationState(reference.model, options)
-    if share_from is not None and share_from.serves(reference.fingerprint()):
+    if share_from is not None and share_from.serves(reference.content()):
         # The backends are immutable once built, so a copy shares them (and the counters).
-        state.share_from(share_from)
+        state.share_from(share_from, reference)
     else:
         state.rebuild(reference)
     return accelerated

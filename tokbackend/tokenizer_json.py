@@ -56,3 +56,24 @@ def model_head(sections: dict, characters: int = 1000) -> str:
     """The first characters of the model section (its type and flags come before the vocabulary)."""
     model = sections.get("model")
     return (model if isinstance(model, str) else json.dumps(model, separators=(",", ":")))[:characters]
+
+
+def without_truncation_and_padding(tokenizer_json: str) -> str:
+    """The tokenizer.json with `truncation` and `padding` set to null (the vocabulary is not
+    parsed; a file that has neither set is returned as it is).
+
+    >>> without_truncation_and_padding('{"version":"1.0","truncation":{"max_length":5},"padding":null,"normalizer":null,'
+    ...     '"pre_tokenizer":null,"model":{"type":"BPE"}}')
+    '{"version":"1.0","truncation":null,"padding":null,"normalizer":null,"pre_tokenizer":null,"model":{"type":"BPE"}}'
+    """
+    sections = top_level_sections(tokenizer_json)
+    if sections.get("truncation") is None and sections.get("padding") is None:
+        return tokenizer_json
+    sections["truncation"] = sections["padding"] = None
+    model = sections.pop("model", None)
+    parts = [
+        f"{json.dumps(key)}:{json.dumps(value, ensure_ascii=False, separators=(',', ':'))}" for key, value in sections.items()
+    ]
+    if model is not None:
+        parts.append('"model":' + (model if isinstance(model, str) else json.dumps(model, ensure_ascii=False)))
+    return "{" + ",".join(parts) + "}"

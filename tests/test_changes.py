@@ -1,0 +1,100 @@
+"""Changes to the tokenizer after accelerate(): each one that can change an encode is seen on the
+next call (the backend rebuilt, or HuggingFace answering), through the accelerated object or the
+original; the check on every call never walks the vocabulary."""
+
+from __future__ import annotations
+
+import copy
+import timeit
+
+import pytest
+from defects import serve_with_fingerprint
+
+import tokbackend
+from equivalence.changes import CHANGES, texts_for
+from tokbackend import guard as guard_module
+from tokbackend.tokenizer import reference_of
+
+_template = {}
+
+
+def _qwen3():
+    if "qwen3" not in _template:
+        _template["qwen3"] = tokbackend.load_hf("qwen3")
+    return copy.deepcopy(_template["qwen3"])
+
+
+@pytest.fixture
+def narrow_derivations(monkeypatch, tmp_path):
+    """A change that makes a new pipeline derives its guard; here over a few blocks, not every
+    code point, in a cache of the test's own."""
+    monkeypatch.setattr(guard_module, "DERIVATION_CODE_POINTS", list(range(0x4E00, 0x4E40)) + list(range(0x1AC0, 0x1B00)))
+    monkeypatch.setenv("TOKBACKEND_CACHE_DIR", str(tmp_path))
+
+
+def _cases():
+    """Every change, through both objects, on both backends; CI runs each change once (through
+    the original for even ones, the accelerated object for odd ones, backends alternating)."""
+    for index, change in enumerate(CHANGES):
+        for through in ("original", "accelerated"):
+            for backend in ("gigatoken", "fastokens"):
+                in_ci = (
+                    through == ("original", "accelerated")[index % 2] and backend == ("gigatoken", "fastokens")[index // 2 % 2]
+                )
+                yield pytest.param(
+                    change, through, backend, marks=() if in_ci else pytest.mark.slow, id=f"{change.name}-{through}-{backend}"
+                )
+
+
+@pytest.mark.parametrize("change, through, backend", list(_cases()))
+def test_a_change_after_accelerate_is_seen_on_the_next_call(change, through, backend, narrow_derivations):
+    hf = _qwen3()
+    fast = tokbackend.accelerate(hf, backend)
+    texts = texts_for(change, hf)
+    change.apply(hf if through == "original" else fast)
+    for text in texts:
+        assert fast.encode(text) == hf.encode(text), (change.name, text)
+    assert fast(texts)["input_ids"] == hf(texts)["input_ids"]
+    assert "backend_error" not in fast.tokbackend.stats()["fallbacks"]
+
+
+def test_a_change_that_leaves_the_content_alone_rebuilds_nothing(fresh_pair):
+    hf, fast = fresh_pair
+    build = fast.tokbackend.build
+    existing = str(list(hf.added_tokens_decoder.values())[0])
+    hf.add_special_tokens({"additional_special_tokens": [existing]})  # the same token, the same flags
+    assert fast.encode("x" + existing) == hf.encode("x" + existing)
+    assert fast.tokbackend.build is build
+
+
+def test_the_check_on_every_call_never_walks_the_vocabulary(fresh_pair):
+    """Walking the vocabulary is what tokenizers 0.22.2 and 0.23.2 do for
+    `get_vocab_size(with_added_tokens=True)` (30 ms for Qwen3 per call); none of the calls that
+    read the vocabulary or the added tokens may be made on the per-call path."""
+    hf, fast = fresh_pair
+    rust = hf.backend_tokenizer
+    fast.encode("warm")
+
+    def walks(*args, **kwargs):
+        raise AssertionError("the per-call check read the vocabulary")
+
+    rust.__dict__["get_vocab"] = walks
+    rust.__dict__["get_added_tokens_decoder"] = walks
+    rust.__dict__["get_vocab_size"] = lambda with_added_tokens=True: walks() if with_added_tokens else 151643
+    try:
+        for text in ("one", "two <|im_end|>", "three"):
+            assert fast.encode(text) == hf.encode(text)
+        seconds = min(timeit.repeat(reference_of(fast).fingerprint, number=200, repeat=5)) / 200
+    finally:
+        for name in ("get_vocab", "get_added_tokens_decoder", "get_vocab_size"):
+            del rust.__dict__[name]
+    assert seconds < 50e-6, f"the per-call check takes {seconds * 1e6:.1f} us"
+
+
+def test_a_check_that_misses_a_change_is_caught(fresh_pair):
+    """A planted defect: a fingerprint that never changes. The change-after-accelerate test's own
+    inputs then find a stale backend."""
+    hf, fast = fresh_pair
+    serve_with_fingerprint(fast, lambda: "never changes")
+    hf.add_tokens(["hello"])
+    assert fast.encode("xhelloy") != hf.encode("xhelloy")
