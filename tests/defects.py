@@ -35,11 +35,12 @@ class DropsAfterDigits(GigatokenBackend):
 
 
 class FastButWrong(HFBackend):
-    """A wrong backend for auto: answers instantly and wrongly (one id per text), and needs no
-    guard, so only the probe stands between it and the routing."""
+    """A wrong backend for auto: answers instantly and wrongly (one id per text), comes first in
+    auto's order and needs no guard, so only the probe stands between it and the routing."""
 
     name = "fast-but-wrong"
     is_reference = False
+    auto_preference = 0
 
     def encode(self, text):
         return [0]

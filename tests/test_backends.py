@@ -30,6 +30,7 @@ def test_renewal_wraps_any_backend(hf_tokenizer):
         return FastokensBackend(text_json, FastokensBackend.options_for_scanning())
 
     backend = RenewingBackend(build, budget_mib=1)
+    backend.prepare()  # the first spare (built once start-up is done)
     texts = [f"{LONG} {index} {'é' * index}" for index in range(40)]
     expected = [hf_tokenizer.encode(text, add_special_tokens=False) for text in texts]
     assert [backend.encode(text) for text in texts] == expected
@@ -80,6 +81,7 @@ def test_a_warmed_fastokens_backend_serves_single_texts_with_the_faster_form(hf_
 
     monkeypatch.setattr(FastokensBackend, f"_{slow}", slowed)
     backend = FastokensBackend(hf_tokenizer.backend_tokenizer.to_str())
+    backend.prepare()  # the warm-up, which times the two forms
     kept = "flat" if slow == "ids" else "ids"
     assert backend.single_form == kept and backend.stats()["fastokens_single_form"] == kept
     assert backend.single_form_ms[slow] > backend.single_form_ms[kept]

@@ -17,7 +17,7 @@ from hypothesis import settings
 import tokbackend
 from equivalence.corpus import prompt_text
 from equivalence.differential import find_mismatch
-from equivalence.strategies import input_classes
+from equivalence.strategies import EXAMPLES, input_classes
 from equivalence.vocabularies import vocabulary_dir
 from tokbackend import guard as guard_module
 from tokbackend.backends import backend_class
@@ -25,7 +25,7 @@ from tokbackend.backends.hf import HFBackend
 from tokbackend.guard import UnicodeGuard, model_fingerprint
 from tokbackend.guard.contexts import ScanContext, derive_contexts
 from tokbackend.guard.derive import core_contexts, run_oracles
-from tokbackend.guard.records import BAKED_RECORDS_ENV, find_record, write_record
+from tokbackend.guard.records import BAKED_RECORDS_ENV, find_record, pipeline_fingerprint, record_key, write_record
 from tokbackend.guard.scan import all_code_points, from_ranges, plane_code_points, scan
 from tokbackend.state import FastPathError
 
@@ -171,7 +171,26 @@ def test_scan_names_the_code_points_that_differ(hf_tokenizer):
 # -- records ----------------------------------------------------------------------------------
 
 
-SUPPORTED_VERSIONS = [{"tokenizers": version, "gigatoken": "0.10.0"} for version in ("0.22.2", "0.23.2", "0.23.3")]
+SUPPORTED_VERSIONS = ("0.22.2", "0.23.2", "0.23.3")
+# The pipelines people serve (issue 18's list); each ships a record per backend that loads it.
+SHIPPED_FAMILIES = (
+    "qwen3",
+    "qwen3.5",
+    "llama3",
+    "deepseek-v3",
+    "kimi-k2",
+    "gpt-oss",
+    "gpt-4o",
+    "cl100k",
+    "tekken",
+    "gpt2",
+    "modernbert",
+)
+LOADS = {"gigatoken": set(SHIPPED_FAMILIES) - {"kimi-k2"}, "fastokens": set(SHIPPED_FAMILIES)}
+
+
+def _record_for(tokenizer_json: str, family: str, versions: dict, cache) -> dict | None:
+    return find_record(record_key(tokenizer_json, family), cache, versions)[0]
 
 
 def test_fingerprint_reads_sections_without_parsing_the_vocabulary(hf_tokenizer):
@@ -192,21 +211,60 @@ def test_fingerprint_reads_sections_without_parsing_the_vocabulary(hf_tokenizer)
     assert model_fingerprint(as_hf_writes(spec)) != fingerprint
 
 
-@pytest.mark.parametrize("versions", SUPPORTED_VERSIONS, ids=lambda versions: versions["tokenizers"])
-def test_records_ship_for_the_versions_users_run(hf_tokenizer, versions, tmp_path):
-    record, _ = find_record("gigatoken", model_fingerprint(_json(hf_tokenizer)), tmp_path, versions)
-    assert record is not None, f"no shipped record for {versions}"
-    code_points = from_ranges(record["code_points"])
-    assert LETTER_X in code_points and 0x1AE6 in code_points
-    assert set(record["found_by"]) == {"ids", "boundaries"}
+def test_a_record_is_keyed_by_the_pipeline_not_the_vocabulary():
+    """What decides the divergence is the normalizer and pre-tokenizer: other vocabularies and
+    added tokens keep the key, offsets-only fields too; another normalizer or regex does not."""
+    import json
+
+    from equivalence.families import build_family
+
+    real, small = (build_family("llama3", vocabulary).backend_tokenizer.to_str() for vocabulary in ("real", "small"))
+    assert pipeline_fingerprint(real) == pipeline_fingerprint(small)
+    spec = json.loads(small)
+    spec["pre_tokenizer"]["pretokenizers"][-1]["trim_offsets"] = not spec["pre_tokenizer"]["pretokenizers"][-1]["trim_offsets"]
+    assert pipeline_fingerprint(json.dumps(spec)) == pipeline_fingerprint(small)
+    spec["normalizer"] = {"type": "NFC"}
+    assert pipeline_fingerprint(json.dumps(spec)) != pipeline_fingerprint(small)
+
+
+@pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
+@pytest.mark.parametrize("backend", ["gigatoken", "fastokens"])
+def test_records_ship_for_the_pipelines_and_versions_users_run(backend, version, tmp_path):
+    from equivalence.families import build_family
+
+    versions = {"tokenizers": version, backend: {"gigatoken": "0.10.0", "fastokens": "0.3.5"}[backend]}
+    missing = [
+        family
+        for family in sorted(LOADS[backend])
+        if _record_for(build_family(family, "small").backend_tokenizer.to_str(), backend, versions, tmp_path) is None
+    ]
+    assert not missing, f"no shipped {backend} record for {versions}: {missing}"
+    for model in ("qwen3", "qwen3.6"):
+        record = _record_for(_json(tokbackend.load_hf(model)), backend, versions, tmp_path)
+        assert record is not None and record["matched"] == "pipeline"
+        assert {"gigatoken": LETTER_X, "fastokens": 0x17F}[backend] in from_ranges(record["code_points"])
+
+
+def test_the_same_vocabulary_built_another_way_finds_the_shipped_record(monkeypatch, tmp_path):
+    """Qwen3 as its published tokenizer.json lays it out (other ByteLevel flags, other key
+    order) is the built-in one's pipeline: no derivation."""
+    from equivalence.families import build_family
+    from tokbackend.guard import derive
+
+    monkeypatch.setattr(derive, "derive_fast", lambda *args, **kwargs: pytest.fail("derived although a record ships"))
+    monkeypatch.setenv("TOKBACKEND_CACHE_DIR", str(tmp_path))
+    for backend in ("gigatoken", "fastokens"):
+        fast = tokbackend.accelerate(build_family("qwen3", "real"), backend)
+        assert fast.tokbackend.stats()["guard_record"].startswith(str(guard_module.records.SHIPPED_RECORDS))
 
 
 def test_accelerate_runs_no_scan_with_a_shipped_record(hf_tokenizer, monkeypatch):
     from tokbackend.guard import derive
 
-    monkeypatch.setattr(derive, "derive_record", lambda *args, **kwargs: pytest.fail("derived although a record ships"))
+    monkeypatch.setattr(derive, "derive_fast", lambda *args, **kwargs: pytest.fail("derived although a record ships"))
     fast = tokbackend.accelerate(hf_tokenizer, "gigatoken")
     assert fast.tokbackend.stats()["guard_record"].startswith(str(guard_module.records.SHIPPED_RECORDS))
+    assert "matched by pipeline" in fast.tokbackend.stats()["guard"]
 
 
 def test_a_baked_record_is_used_without_a_scan(fresh_pair, monkeypatch, tmp_path):
@@ -217,12 +275,131 @@ def test_a_baked_record_is_used_without_a_scan(fresh_pair, monkeypatch, tmp_path
     baked = {**shipped, "applies_to": [FAKE_VERSIONS]}
     write_record(baked, tmp_path / "baked")
     monkeypatch.setattr(guard_module, "guard_versions", lambda libraries: FAKE_VERSIONS)
-    monkeypatch.setattr(derive, "derive_record", lambda *args, **kwargs: pytest.fail("derived although a record was baked"))
+    monkeypatch.setattr(derive, "derive_fast", lambda *args, **kwargs: pytest.fail("derived although a record was baked"))
     monkeypatch.setenv(BAKED_RECORDS_ENV, str(tmp_path / "baked"))
     monkeypatch.setenv("TOKBACKEND_CACHE_DIR", str(tmp_path / "cache"))
     fast = tokbackend.accelerate(hf, "gigatoken")
     assert fast.tokbackend.guard.code_points == reference.tokbackend.guard.code_points
     assert fast.tokbackend.stats()["guard_record"].startswith(str(tmp_path / "baked"))
+
+
+def test_a_record_of_the_earlier_format_keeps_working(fresh_pair, monkeypatch, tmp_path):
+    """A record baked before records were keyed by pipeline (format 2, keyed by the whole model)."""
+    hf, reference = fresh_pair
+    legacy = json.loads((FULL_SCANS / "qwen3-gigatoken.json").read_text())
+    assert legacy["format"] == 2
+    monkeypatch.setattr(guard_module, "guard_versions", lambda libraries: FAKE_VERSIONS)
+    write_record({**legacy, "model_fingerprint": model_fingerprint(_json(hf)), "applies_to": [FAKE_VERSIONS]}, tmp_path)
+    monkeypatch.setenv(BAKED_RECORDS_ENV, str(tmp_path))
+    fast = tokbackend.accelerate(hf, "gigatoken", unicode_guard="refuse")
+    assert fast.tokbackend.fast_path_enabled and "earlier format" in fast.tokbackend.stats()["guard"]
+    assert fast.tokbackend.guard.code_points == from_ranges(legacy["code_points"])
+
+
+def test_a_record_is_never_applied_to_a_pipeline_it_does_not_match(monkeypatch):
+    """A planted defect: a key that ignores the normalizer. Then a tokenizer with Qwen's NFC
+    and Llama 3's split regex gets Llama 3's record, which lacks the code points NFC composes
+    differently, and the harness's pinned combining-marks input shows wrong ids."""
+    from tokbackend.guard import records
+
+    hf = _vocabulary_tokenizer("llama3-split")  # Qwen3's ranks, NFC, Llama 3's split regex
+    text = EXAMPLES["combining_marks"][0]
+    exact = tokbackend.accelerate(hf, "gigatoken")
+    assert exact.encode(text) == hf.encode(text)
+    real = records.pipeline_fingerprint
+
+    def ignores_the_normalizer(tokenizer_json):
+        spec = json.loads(tokenizer_json)
+        return real(json.dumps({**spec, "normalizer": None}))
+
+    monkeypatch.setattr(records, "pipeline_fingerprint", ignores_the_normalizer)
+    planted = tokbackend.accelerate(hf, "gigatoken")
+    assert planted.encode(text) != hf.encode(text)
+
+
+# -- the fast derivation ------------------------------------------------------------------------
+
+# Full two-oracle scans of every code point, recorded with tokenizers 0.23.x (the records tokbackend
+# shipped before the fast derivation): what it must find, exactly.
+FULL_SCANS = Path(__file__).parent / "guards" / "full-scan"
+
+
+def _fast(tokenizer_json: str, backend: str, **kwargs) -> dict:
+    from tokbackend.guard import derive, guard_versions
+
+    kind = backend_class(backend)
+    build = lambda text: kind(text, kind.options_for_scanning())  # noqa: E731
+    key = record_key(tokenizer_json, kind.guard_family)
+    return derive.derive_fast(tokenizer_json, kind.guard_family, build, key, guard_versions(kind.versioned_libraries), **kwargs)
+
+
+@pytest.mark.parametrize("backend", ["gigatoken", "fastokens"])
+@pytest.mark.parametrize("model", ["qwen3.6", "qwen3", "llama3-split", "o200k-split"])
+def test_the_fast_derivation_finds_exactly_what_the_full_scan_found(model, backend):
+    import resource
+    import time
+
+    tokenizer = tokbackend.load_hf(model) if model.startswith("qwen") else _vocabulary_tokenizer(model)
+    text = _json(tokenizer)
+    rss, started = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, time.perf_counter()
+    record = _fast(text, backend)
+    seconds, growth_mib = time.perf_counter() - started, (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss) / 1024
+    full = json.loads((FULL_SCANS / f"{model}-{backend}.json").read_text())
+    assert from_ranges(record["code_points"]) == from_ranges(full["code_points"])
+    assert record["scope"] == "pipeline"
+    # 10 s and 500 MB on an idle 2-core machine (bench/guard_derivation.py); a busy CI machine gets slack
+    assert seconds < 60 and growth_mib < 500, (seconds, growth_mib)
+
+
+@pytest.mark.parametrize(
+    "defect, backend",
+    [("no case relatives", "fastokens"), ("no changed runs", "gigatoken"), ("representatives only", "gigatoken")],
+)
+def test_a_fast_derivation_that_misses_a_class_is_caught(defect, backend, monkeypatch):
+    """Planted defects in the candidates: without the case relatives of the pattern's letters
+    (fastokens' U+017F), without the runs of changed code points (gigatoken's letters), or with
+    representatives that speak for nothing but themselves: the comparison above fails."""
+    from tokbackend.guard import candidates, derive
+
+    if defect == "no case relatives":
+        real = candidates.rule_sensitive
+        monkeypatch.setattr(candidates, "rule_sensitive", lambda name: [] if name.startswith("case") else real(name))
+    elif defect == "no changed runs":
+        monkeypatch.setattr(candidates, "changed_runs", lambda: [])
+    else:
+        monkeypatch.setattr(derive, "_spread_over_runs", lambda report, runs: (report, []))
+    record = _fast(_json(tokbackend.load_hf("qwen3.6")), backend)
+    full = json.loads((FULL_SCANS / f"qwen3.6-{backend}.json").read_text())
+    assert from_ranges(record["code_points"]) != from_ranges(full["code_points"])
+
+
+@pytest.mark.slow  # a full scan per pipeline and backend: ~4 min each on 2 cores
+@pytest.mark.parametrize(
+    "family", ["qwen3.5", "llama3", "deepseek-v3", "kimi-k2", "gpt-oss", "cl100k", "tekken", "gpt2", "modernbert"]
+)
+def test_the_fast_derivation_equals_the_full_scan_on_every_pipeline(family):
+    """The fast derivation against today's full two-oracle scan, with the real vocabulary and a
+    small one: the same code points (the vocabulary decides nothing)."""
+    from equivalence.families import build_family
+    from tokbackend.guard import guard_versions
+    from tokbackend.guard.derive import derive_record
+
+    for backend in sorted(LOADS):
+        if family not in LOADS[backend]:
+            continue
+        kind = backend_class(backend)
+        found = set()
+        for vocabulary in ("real", "small"):
+            text = build_family(family, vocabulary).backend_tokenizer.to_str()
+            build = lambda json_text, kind=kind: kind(json_text, kind.options_for_scanning())  # noqa: E731
+            full = derive_record(text, backend, build, record_key(text, backend), guard_versions(kind.versioned_libraries))
+            assert from_ranges(_fast(text, backend)["code_points"]) == from_ranges(full["code_points"]), (
+                family,
+                backend,
+                vocabulary,
+            )
+            found.add(frozenset(from_ranges(full["code_points"])))
+        assert len(found) == 1, f"{family}, {backend}: the real and the small vocabulary find different code points"
 
 
 def test_write_record_merges_versions_with_the_same_result(tmp_path, fresh_pair):
@@ -347,7 +524,7 @@ def test_divergent_code_points_deep_in_long_prompts_are_exact(hf_tokenizer, fast
 
 def _letter_class(fast_tokenizer) -> frozenset[int]:
     """The code points the guard holds because gigatoken reads them as letters and HF does not."""
-    return from_ranges(fast_tokenizer.tokbackend.guard.record["found_by"]["ids"]["contractions"])
+    return from_ranges(fast_tokenizer.tokbackend.guard.record["found_by"]["boundaries"]["contractions"])
 
 
 def test_recent_code_points_class_catches_a_guard_missing_the_letter_class(hf_tokenizer):
@@ -394,14 +571,9 @@ def test_every_code_point_is_exact_through_the_accelerated_tokenizer(hf_tokenize
     assert raw <= guard.code_points
 
 
-# Guard records for the test vocabularies (derived like the shipped ones, see README "Guard records").
-TEST_RECORDS = Path(__file__).parent / "guards"
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("vocabulary", ["llama3-split", "o200k-split"])
 def test_every_code_point_is_exact_for_other_split_patterns(vocabulary, monkeypatch):
-    monkeypatch.setenv(BAKED_RECORDS_ENV, str(TEST_RECORDS))
     hf = _vocabulary_tokenizer(vocabulary)
     fast = tokbackend.accelerate(hf, "gigatoken")
     results = _full_scan(hf, fast)
@@ -412,7 +584,6 @@ def test_every_code_point_is_exact_for_other_split_patterns(vocabulary, monkeypa
 @pytest.mark.parametrize("vocabulary", ["llama3-split", "o200k-split"])
 @pytest.mark.parametrize("input_class", ["recent_code_points", "contractions", "any_text", "digit_runs"])
 def test_other_split_patterns_are_exact_for_boundary_classes(vocabulary, input_class, monkeypatch):
-    monkeypatch.setenv(BAKED_RECORDS_ENV, str(TEST_RECORDS))
     hf = _vocabulary_tokenizer(vocabulary)
     fast = tokbackend.accelerate(hf, "gigatoken")
     strategy = input_classes([])[input_class]()

@@ -327,3 +327,51 @@ def test_a_first_burst_sharing_a_system_prompt_stores_it_and_keeps_the_cache_in(
     text = system + "<|im_start|>user\nagent 41<|im_end|>\n"
     assert fast.encode(text) == hf_tokenizer.encode(text)
     assert fast.tokbackend.stats()["segment_cache"]["hits"] > hits
+
+
+# -- the cache's premise, checked per tokenizer -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "family, backend, used",
+    [
+        ("mistral-metaspace", "gigatoken", False),  # Metaspace prepend_scheme="first": "▁" only at the start
+        ("llama2-legacy", "gigatoken", True),  # a Prepend normalizer: every piece gets its "▁"
+        ("gemma3", "fastokens", True),
+        ("gpt2", "fastokens", True),
+        ("deepseek-v3", "fastokens", True),
+    ],
+)
+def test_the_caches_premise_is_checked_per_pipeline(family, backend, used):
+    """Where a piece between added tokens encodes otherwise than alone, the cache is off (and says
+    why); where it does not, it is on; either way conversations encode as HF."""
+    from equivalence.families import build_family
+
+    hf = build_family(family, "small")
+    fast = tokbackend.accelerate(hf, backend, segment_cache_steps_aside=False)
+    stats = fast.tokbackend.stats()["segment_cache"]
+    assert stats["enabled"] is used, stats
+    if not used:
+        assert "not encoded independently" in stats["unsupported"]
+    cuts = _added(hf)
+    mismatch = find_mismatch(
+        turn_by_turn(hf.encode, cuts), turn_by_turn(fast.encode, cuts), conversations(cuts, []), "conversations", _ci()
+    )
+    assert mismatch is None, mismatch.report()
+
+
+def test_a_splitter_that_breaks_the_premise_turns_the_cache_off(fresh_pair, monkeypatch):
+    """The build-time check catches a defective splitter before it serves (the conversations
+    harness catches it too, `test_the_harness_finds_a_planted_split_defect`)."""
+    from tokbackend import segments
+
+    hf, _ = fresh_pair
+    monkeypatch.setattr(
+        segments.AddedTokenSplitter,
+        "for_tokenizer_json",
+        classmethod(lambda cls, text: OffByOne({str(token): token_id for token_id, token in hf.added_tokens_decoder.items()})),
+    )
+    fast = tokbackend.accelerate(hf, "gigatoken")
+    assert not fast.tokbackend.stats()["segment_cache"]["enabled"]
+    text = "<|im_start|>user\nhello<|im_end|>\n"
+    assert fast.encode(text) == hf.encode(text)

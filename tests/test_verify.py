@@ -15,12 +15,12 @@ from tokenizers import normalizers
 import tokbackend
 from tokbackend import cli
 from tokbackend.cache import cache_dir
-from tokbackend.guard import guard_versions, model_fingerprint
-from tokbackend.guard.records import BAKED_RECORDS_ENV, find_record, write_record
+from tokbackend.guard import guard_versions
+from tokbackend.guard.records import BAKED_RECORDS_ENV, find_record, record_key, write_record
 from tokbackend.guard.scan import from_ranges, ranges
 from tokbackend.state import AccelerationState
 from tokbackend.tokenizer import AcceleratedTokenizerMixin
-from tokbackend.verify import EXIT_GRAMMAR, EXIT_MISMATCH, EXIT_OK, EXIT_UNAVAILABLE, verify_model
+from tokbackend.verify import EXIT_GRAMMAR, EXIT_MISMATCH, EXIT_OK, EXIT_PARTIAL, EXIT_UNAVAILABLE, EXIT_USAGE, verify_model
 
 
 def _run_cli(*arguments: str) -> subprocess.CompletedProcess:
@@ -30,13 +30,17 @@ def _run_cli(*arguments: str) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.parametrize("model", ["qwen3.6", "qwen3"])
-def test_verify_quick_exits_0_on_builtin_models(model, tmp_path):
+def test_verify_quick_passes_on_builtin_models_and_says_it_was_partial(model, tmp_path):
     report_path = tmp_path / "report.json"
     completed = _run_cli("verify", model, "--quick", "--json", str(report_path))
-    assert completed.returncode == EXIT_OK, completed.stdout + completed.stderr
-    assert "quick check passed (code-point scan and grammar gate skipped)" in completed.stdout
+    assert completed.returncode == EXIT_PARTIAL, completed.stdout + completed.stderr
+    assert "quick check passed (code-point scan, changes after acceleration, grammar gate skipped)" in completed.stdout
     report = json.loads(report_path.read_text())
-    assert report["exit_code"] == 0
+    assert report["exit_code"] == EXIT_PARTIAL
+    # what auto certified: the concrete backend, its versions and the guard record used
+    assert [entry["backend"] for entry in report["certified"]] == ["fastokens"]
+    assert report["certified"][0]["versions"]["fastokens"] and "matched by pipeline" in report["certified"][0]["guard"]
+    assert "backend auto -> fastokens (tokenizers" in completed.stdout
     assert [step["name"] for step in report["steps"]][:2] == ["load", "boot probe"]
     properties = next(step for step in report["steps"] if step["name"] == "hypothesis properties")
     assert properties["data"]["backend_answered"] > 0
@@ -87,6 +91,9 @@ def test_verify_exits_1_when_the_segment_cache_splits_one_character_off(monkeypa
 
     original = AddedTokenSplitter.split
     monkeypatch.setattr(AddedTokenSplitter, "split", off_by_one)
+    # the build-time check of the cache's premise would turn such a cache off (tested in
+    # test_segments.py); here it is off too, so that the conversations step alone must catch it
+    monkeypatch.setattr("tokbackend.segments.premise_fails", lambda splitter, hf_ids: None)
     _assert_the_segments_step_fails(capsys, "a conversation differs with the segment cache on")
 
 
@@ -115,7 +122,7 @@ def test_verify_segments_fails_when_the_cache_answers_nothing(monkeypatch, capsy
 
 
 def test_verify_checks_the_segment_cache_on_conversations(capsys):
-    assert cli.main(["verify", "qwen3.6", "--only", "segments", "--no-progress"]) == EXIT_OK
+    assert cli.main(["verify", "qwen3.6", "--only", "segments", "--no-progress"]) == EXIT_PARTIAL
     assert re.search(r"^segment cache\s+ok\s+[\d.]+\s+conversations agree turn by turn", capsys.readouterr().out, re.MULTILINE)
 
 
@@ -135,7 +142,7 @@ def _guard_classes(record: dict) -> dict[tuple[str, ...], list[int]]:
 def _qwen36_record() -> dict:
     """The record accelerate() uses for Qwen3.6 with the installed versions."""
     tokenizer_json = tokbackend.load_hf("qwen3.6").backend_tokenizer.to_str()
-    record, _ = find_record("gigatoken", model_fingerprint(tokenizer_json), cache_dir(), guard_versions(("gigatoken",)))
+    record, _ = find_record(record_key(tokenizer_json, "gigatoken"), cache_dir(), guard_versions(("gigatoken",)))
     assert record is not None, "no guard record for Qwen3.6 with the installed versions"
     return record
 
@@ -211,3 +218,68 @@ def test_full_verify_on_qwen36_with_scan_and_grammar_gate(tmp_path):
     assert steps["code-point scan"]["status"] == "ok" and steps["code-point scan"]["data"]["backend_answered"] > 0
     assert steps["code-point scan"]["data"]["raw_divergent"], "the raw backend diverges nowhere: stale guard?"
     assert steps["grammar gate"]["status"] == "ok"
+
+
+# -- the steps for arguments, results and changes, each failing on its planted defect -----------
+
+
+def _only(step: str, capsys, model: str = "qwen3") -> tuple[int, str]:
+    exit_code = cli.main(["verify", model, "--only", step, "--no-progress"])
+    return exit_code, capsys.readouterr().out
+
+
+def test_verify_checks_arguments_results_and_changes(capsys):
+    exit_code, output = _only("arguments,changes", capsys)
+    assert exit_code == EXIT_PARTIAL, output[-3000:]
+    assert re.search(r"^arguments and results\s+ok", output, re.MULTILINE)
+    assert re.search(r"^changes after acceleration\s+ok", output, re.MULTILINE)
+
+
+def test_verify_exits_1_when_the_fast_path_answers_a_call_hf_rejects(monkeypatch, capsys):
+    """A planted defect: the policy no longer asks whether add_special_tokens is a bool."""
+    from tokbackend import policy
+
+    real = policy.fast_path_reason
+    monkeypatch.setattr(
+        "tokbackend.tokenizer.fast_path_reason",
+        lambda text, pair, add_special_tokens, kwargs, defaults: real(text, pair, True, kwargs, defaults),
+    )
+    exit_code, output = _only("arguments", capsys)
+    assert exit_code == EXIT_MISMATCH, output[-3000:]
+    assert "a call differs from HF's" in output
+
+
+def test_verify_exits_1_when_a_fast_result_is_poorer_than_hfs(monkeypatch, capsys):
+    """A planted defect: fast-path results without Encodings (a plain BatchEncoding)."""
+    from transformers.tokenization_utils_base import BatchEncoding
+
+    from tokbackend.encoding import LazyBatchEncoding
+
+    monkeypatch.setattr(LazyBatchEncoding, "of", classmethod(lambda cls, data, ids, compute: BatchEncoding(data)))
+    exit_code, output = _only("arguments", capsys)
+    assert exit_code == EXIT_MISMATCH, output[-3000:]
+    assert "differs from HF" in output
+
+
+def test_verify_exits_1_when_a_change_after_acceleration_is_missed(monkeypatch, capsys):
+    """A planted defect: a per-call check that never sees a change."""
+    from tokbackend.tokenizer import HFReference
+
+    monkeypatch.setattr(HFReference, "fingerprint", lambda self: "never changes")
+    exit_code, output = _only("changes", capsys)
+    assert exit_code == EXIT_MISMATCH, output[-3000:]
+    assert re.search(r"^changes after acceleration\s+mismatch", output, re.MULTILINE)
+
+
+# -- the exit codes: one meaning each ----------------------------------------------------------
+
+
+def test_usage_errors_exit_2_and_partial_runs_exit_7(capsys):
+    with pytest.raises(SystemExit) as unknown_step:
+        cli.main(["verify", "qwen3", "--only", "scan,nothing"])
+    assert unknown_step.value.code == EXIT_USAGE
+    assert "unknown step(s) nothing" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as unknown_option:
+        cli.main(["verify", "qwen3", "--no-such-option"])
+    assert unknown_option.value.code == EXIT_USAGE
+    assert len({EXIT_OK, EXIT_MISMATCH, EXIT_USAGE, EXIT_GRAMMAR, EXIT_UNAVAILABLE, EXIT_PARTIAL}) == 6

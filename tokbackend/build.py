@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import threading
 from collections.abc import Hashable
 
 from tokbackend.backends import BackendUnavailableError
@@ -43,6 +44,8 @@ class Build:
     special_tokens: int = 0
     segments: Segments | None = None
     segments_unsupported: str | None = None  # why this tokenizer does not use the segment cache
+    # the lanes' `prepare()` (warm-ups, spares), on a background thread once they serve
+    preparing: threading.Thread | None = dataclasses.field(default=None, compare=False)
 
 
 UNBUILT = Build(content=None)
@@ -80,7 +83,25 @@ def build_for(reference: Reference, options: AccelerationOptions, content: Hasha
             probe_seconds=failure.probe_seconds,
             disabled_reason=_unserved(failure, options, model, changed),
         )
-    return Build(**common, routing=routing, disabled_reason=None, probe_seconds=probe_seconds)
+    return Build(**common, routing=routing, disabled_reason=None, probe_seconds=probe_seconds, preparing=_prepare(routing))
+
+
+def _prepare(routing: Routing) -> threading.Thread:
+    """Start the lanes' `prepare()` on a thread of its own: it makes the first calls fast and
+    may take a second or pause the GIL, which start-up does not wait for. Not a daemon: an
+    interpreter that exits meanwhile waits for it (a daemon thread still inside a backend's
+    native code when the interpreter finalizes aborts the process)."""
+
+    def prepare() -> None:
+        for lane in routing.lanes():
+            try:
+                lane.backend.prepare()
+            except Exception as error:  # a warm-up that fails costs only speed
+                logger.warning("backend %s: preparing it failed (%s); it serves unprepared", lane.name, error)
+
+    thread = threading.Thread(target=prepare, name="tokbackend-prepare")
+    thread.start()
+    return thread
 
 
 def _unserved(failure: NoExactBackend, options: AccelerationOptions, model: str, changed: bool) -> str:

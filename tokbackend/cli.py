@@ -17,12 +17,14 @@ from tokbackend.verify import EXIT_MISSING_TOOLS, EXIT_UNAVAILABLE, STEPS, summa
 VERIFY_MODULES = ("hypothesis", "faker", "regex", "tqdm")
 
 VERIFY_EPILOG = """exit codes:
-  0  the backend is exact and usable for this model
+  0  the backend is exact and usable for this model (every step ran and passed)
   1  a mismatch was found (minimal counterexamples are printed), or the fast path answered nothing
-  2  the backend cannot serve this model (the reason is printed)
+  2  usage error (an unknown option or --only step)
   3  the grammar gate failed
   4  the model was not found locally (the message says how to put it into the cache)
   5  a tool verify needs is not installed (the message names the extra: pip install 'tokbackend[verify]')
+  6  the backend cannot serve this model (the reason is printed)
+  7  the steps that ran passed, but some were skipped (--quick, --only): not a full verification
 """
 
 
@@ -61,8 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     guard = commands.add_parser(
         "guard",
-        help="derive the Unicode divergence guard for a model (scan every code point) and record it",
-        description="Scan every code point through BACKEND and HuggingFace; record the divergent ones for MODEL.",
+        help="derive the Unicode divergence guard for a model's pipeline and record it (bake it into an image)",
+        description="Find the code points on which BACKEND and HuggingFace diverge for MODEL's pipeline; record them.",
     )
     guard.add_argument("model", help="built-in name, local directory, or hub id in the local HF cache")
     guard.add_argument(
@@ -78,15 +80,21 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help=f"where to write the record (default: the tokbackend cache); bake DIR into an image and set {BAKED_RECORDS_ENV}=DIR",
     )
+    guard.add_argument(
+        "--full",
+        action="store_true",
+        help="scan every code point with both oracles (minutes) instead of where engines can differ (seconds)",
+    )
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `tokbackend` console script."""
-    arguments = build_parser().parse_args(argv)
+    parser = build_parser()
+    arguments = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     if arguments.command == "guard":
-        return derive_guard(arguments.model, arguments.backend, arguments.output)
+        return derive_guard(arguments.model, arguments.backend, arguments.output, arguments.full)
     missing = [module for module in VERIFY_MODULES if importlib.util.find_spec(module) is None]
     if missing:
         print(
@@ -105,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
                 quick=arguments.quick,
                 progress=not arguments.no_progress and sys.stderr.isatty(),
                 code_points=parse_code_points(arguments.code_points) if arguments.code_points else None,
-                only=parse_steps(arguments.only) if arguments.only else None,
+                only=parse_steps(arguments.only, parser) if arguments.only else None,
             )
     except KeyboardInterrupt:
         return 130
@@ -124,12 +132,12 @@ def _logs_beside_progress_bars():
     return logging_redirect_tqdm()  # the root logger's console handler, which basicConfig set up
 
 
-def parse_steps(text: str) -> set[str]:
-    """'scan,grammar' -> {"scan", "grammar"}; an unknown name is an error that lists the known ones."""
+def parse_steps(text: str, parser: argparse.ArgumentParser) -> set[str]:
+    """'scan,grammar' -> {"scan", "grammar"}; an unknown name is a usage error (exit 2) that lists the known ones."""
     steps = {step.strip() for step in text.split(",") if step.strip()}
     unknown = sorted(steps - set(STEPS))
     if unknown:
-        raise SystemExit(f"tokbackend verify: unknown step(s) {', '.join(unknown)} in --only; known: {', '.join(STEPS)}")
+        parser.error(f"unknown step(s) {', '.join(unknown)} in --only; known: {', '.join(STEPS)}")
     return steps
 
 
@@ -144,40 +152,55 @@ def parse_code_points(text: str) -> list[int]:
     return sorted(code_points)
 
 
-def derive_guard(model: str, backend_name: str, output: str | None) -> int:
-    """`tokbackend guard`: derive and write a guard record per backend; print what each holds."""
+def _progress_line(text: str) -> None:
+    """One line of progress on stderr, rewritten in place."""
+    print(f"\r{text[:100].ljust(100)}\r" if text else "\r" + " " * 100 + "\r", end="", file=sys.stderr, flush=True)
+
+
+def derive_guard(model: str, backend_name: str, output: str | None, full: bool = False) -> int:
+    """`tokbackend guard`: derive and write a guard record per backend; one progress line."""
     from pathlib import Path
 
     import tokbackend
     from tokbackend.backends import backend_class
     from tokbackend.cache import cache_dir
-    from tokbackend.guard import UnicodeGuard, guard_versions, model_fingerprint
-    from tokbackend.guard.derive import derive_record
-    from tokbackend.guard.records import write_record
+    from tokbackend.guard import UnicodeGuard, guard_versions
+    from tokbackend.guard.derive import derive_fast, derive_record
+    from tokbackend.guard.records import record_key, write_record
     from tokbackend.guard.scan import format_ranges, from_ranges
     from tokbackend.routing import AUTO
     from tokbackend.routing.auto import candidates
+    from tokbackend.verify import EXIT_NOT_FOUND
 
-    tokenizer_json = tokbackend.load_hf(model).backend_tokenizer.to_str()
+    try:
+        tokenizer_json = tokbackend.load_hf(model).backend_tokenizer.to_str()
+    except tokbackend.ModelNotFoundError as error:
+        print(str(error).removeprefix("tokbackend: "), file=sys.stderr)
+        return EXIT_NOT_FOUND
+    derive = derive_record if full else derive_fast
     for name in candidates() if backend_name == AUTO else [backend_name]:
         kind = backend_class(name)
         if not kind.needs_unicode_guard:
-            print(f"{model}: backend {name!r} needs no guard")
+            print(f"{model}, {name}: needs no guard")
             continue
-        record = derive_record(
-            tokenizer_json,
-            kind.guard_family,
-            lambda text, kind=kind: kind(text, kind.options_for_scanning()),
-            model_fingerprint(tokenizer_json),
-            guard_versions(tuple(kind.versioned_libraries)),
-            progress=lambda step: print(f"  scanned {step}", file=sys.stderr),
-        )
+        try:
+            record = derive(
+                tokenizer_json,
+                kind.guard_family,
+                lambda text, kind=kind: kind(text, kind.options_for_scanning()),
+                record_key(tokenizer_json, kind.guard_family),
+                guard_versions(tuple(kind.versioned_libraries)),
+                progress=lambda step, name=name: _progress_line(f"  {name}: {step}"),
+            )
+        except tokbackend.BackendUnavailableError as error:
+            print(f"\r{model}, {name}: cannot serve this model ({error}); no record".ljust(100), file=sys.stderr)
+            continue
+        _progress_line("")
         path = write_record(record, Path(output) if output else cache_dir() / "guards")
-        record["path"] = str(path)
-        code_points = from_ranges(record["code_points"])
-        print(f"{model}, {name}: derived in {record['scan_seconds']} s: {UnicodeGuard(code_points, record).describe()}")
-        print(f"  {format_ranges(code_points)}")
-        print(f"versions {record['applies_to'][0]}; written to {path}")
+        guard = UnicodeGuard(from_ranges(record["code_points"]), {**record, "path": str(path), "matched": "derived here"})
+        print(f"{model}, {name}: {record['derivation']} derivation in {record['scan_seconds']} s: {guard.describe()}")
+        print(f"  {format_ranges(guard.code_points)}")
+        print(f"  {record['scope']} record for {record['pipeline_description']}; versions {record['applies_to'][0]}; {path}")
     if output:
         print(f"serve with {BAKED_RECORDS_ENV}={Path(output).resolve()} so accelerate() finds it without a scan")
     return 0

@@ -115,6 +115,7 @@ class AccelerationState:
             "probe_seconds": build.probe_seconds,
             "guarded_code_points": len(guard.code_points),
             "guard_record": guard.record.get("path"),
+            "guard": guard.source(),
             "segment_cache": self._segment_cache_stats(build),
             **backend_stats,
             **self.counters.snapshot(),
@@ -136,9 +137,10 @@ class AccelerationState:
         lanes = routing.single.name
         if routing.batch is not routing.single:
             lanes = f"single {routing.single.name}, batch {routing.batch.name}"
+        guard = routing.single.guard
         return (
             f"backend {self.backend_name} ({lanes}; {routing.reason}), "
-            f"{len(routing.single.guard.code_points)} guarded code points, probe {build.probe_seconds * 1000:.0f} ms"
+            f"{len(guard.code_points)} guarded code points (guard {guard.source()}), probe {build.probe_seconds * 1000:.0f} ms"
         )
 
     def __repr__(self) -> str:
@@ -153,6 +155,14 @@ class AccelerationState:
     def serves(self, content: object) -> bool:
         """Whether the current build was made for a tokenizer state with this content."""
         return self._serving[0].content == content
+
+    def wait_until_prepared(self, timeout: float | None = None) -> bool:
+        """Wait for the backends' preparation (warm-ups and spares, run on a background thread
+        after start-up); True when it is done. Calls need not wait: they are exact either way."""
+        preparing = self.build.preparing
+        if preparing is not None:
+            preparing.join(timeout)
+        return preparing is None or not preparing.is_alive()
 
     def share_from(self, other: AccelerationState, reference: Reference) -> None:
         """Serve with `other`'s build and counters (copies of one tokenizer share one backend);

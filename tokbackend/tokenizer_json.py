@@ -52,10 +52,41 @@ def top_level_sections(tokenizer_json: str) -> dict:
         position += 1
 
 
+def does_nothing(component: dict | None) -> bool:
+    """Whether a normalizer or pre-tokenizer section is absent or an empty Sequence (DeepSeek's
+    tokenizer.json has `"normalizer": {"type": "Sequence", "normalizers": []}`).
+
+    >>> does_nothing({"type": "Sequence", "normalizers": []}), does_nothing({"type": "NFC"})
+    (True, False)
+    """
+    if component is None:
+        return True
+    return component.get("type") == "Sequence" and not (component.get("normalizers") or component.get("pretokenizers"))
+
+
 def model_head(sections: dict, characters: int = 1000) -> str:
     """The first characters of the model section (its type and flags come before the vocabulary)."""
     model = sections.get("model")
     return (model if isinstance(model, str) else json.dumps(model, separators=(",", ":")))[:characters]
+
+
+def model_settings(sections: dict) -> dict:
+    """The model's fields other than its vocabulary and merges ("type", "dropout", "unk_token",
+    ...), read from the text before the vocabulary where HF's serializer put them there.
+
+    >>> model_settings({"model": '{"type":"BPE","dropout":null,"fuse_unk":false,"vocab":{"a":0},"merges":[]}'})
+    {'type': 'BPE', 'dropout': None, 'fuse_unk': False}
+    """
+    model = sections.get("model")
+    if isinstance(model, dict):
+        return {key: value for key, value in model.items() if key not in ("vocab", "merges")}
+    head, found, _ = model.partition('"vocab"')
+    if found:
+        try:
+            return json.loads(head.rstrip().rstrip(",") + "}")
+        except ValueError:
+            pass
+    return {key: value for key, value in json.loads(model).items() if key not in ("vocab", "merges")}
 
 
 def without_truncation_and_padding(tokenizer_json: str) -> str:

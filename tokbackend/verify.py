@@ -1,17 +1,21 @@
 """`verify_model`: the pre-deploy gate behind `tokbackend verify <model>`.
 
-Steps: load the backend for the model; boot probe; exhaustive code-point scan; Hypothesis
-properties per input class; the segment cache on conversations; chat-template path; grammar
-gate; a speed line. Each step yields
-a `StepResult`; the report's exit code follows the documented contract:
+Steps: load the backend for the model (for "auto": the backend auto chooses, as a deployment
+would, which is then the one verified); boot probe; exhaustive code-point scan; Hypothesis
+properties per input class; calls with keyword arguments, valid and invalid, and the result
+objects they return; changes to the tokenizer after acceleration; the segment cache on
+conversations; chat-template path; grammar gate; a speed line. Each step yields a `StepResult`;
+the report's exit code follows the documented contract:
 
-    0  the backend is exact and usable for this model
+    0  the backend is exact and usable for this model: every step ran and passed
     1  a mismatch was found (minimal counterexamples are printed), or the fast path answered
        none of a step's inputs (such a step proves nothing)
-    2  the backend cannot serve this model (the reason is printed)
+    2  usage error (argparse's, and an unknown step in --only)
     3  the grammar gate failed
     4  the model was not found locally (the message says how to put it into the cache)
     5  a tool verify needs is not installed (`pip install 'tokbackend[verify]'`)
+    6  the backend cannot serve this model (the reason is printed)
+    7  every step that ran passed, but some were skipped (--quick, --only): not a full verification
 """
 
 from __future__ import annotations
@@ -27,9 +31,10 @@ from typing import Any
 
 from tokbackend.options import DEFAULT_BACKEND
 
-EXIT_OK, EXIT_MISMATCH, EXIT_UNAVAILABLE, EXIT_GRAMMAR, EXIT_NOT_FOUND, EXIT_MISSING_TOOLS = 0, 1, 2, 3, 4, 5
+EXIT_OK, EXIT_MISMATCH, EXIT_USAGE, EXIT_GRAMMAR, EXIT_NOT_FOUND, EXIT_MISSING_TOOLS = 0, 1, 2, 3, 4, 5
+EXIT_UNAVAILABLE, EXIT_PARTIAL = 6, 7
 # The steps after load and boot probe, by the names `only` (and `--only`) take.
-STEPS = ("scan", "properties", "segments", "chat", "grammar", "speed")
+STEPS = ("scan", "properties", "arguments", "changes", "segments", "chat", "grammar", "speed")
 
 
 @dataclasses.dataclass
@@ -46,6 +51,9 @@ class VerifyReport:
     model: str
     backend: str
     steps: list[StepResult]
+    # what was verified: each concrete backend serving the model (for "auto", the one it chose),
+    # with its libraries' versions and the guard record that applied
+    certified: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
     @property
     def exit_code(self) -> int:
@@ -58,7 +66,19 @@ class VerifyReport:
             return EXIT_MISMATCH
         if "grammar" in statuses:
             return EXIT_GRAMMAR
+        if "skipped" in statuses:
+            return EXIT_PARTIAL
         return EXIT_OK
+
+    def served_by(self) -> str:
+        """'auto -> fastokens 0.3.5' (or just the backend when it was named)."""
+        names = [
+            f"{entry['backend']} ({', '.join(f'{library} {value}' for library, value in entry['versions'].items())})"
+            for entry in self.certified
+        ]
+        if not names:
+            return self.backend
+        return f"{self.backend} -> {', '.join(names)}" if self.backend != self.certified[0]["backend"] else names[0]
 
     def as_json(self) -> dict[str, Any]:
         """The report as written by `--json`: enough to compare two runs or attach to a deploy."""
@@ -71,6 +91,7 @@ class VerifyReport:
             "finished_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "versions": library_versions(),
             "guard_record": None if load is None else load.data.get("guard_record"),
+            "certified": self.certified,
             "host": {
                 "hostname": platform.node(),
                 "platform": platform.platform(),
@@ -143,6 +164,7 @@ def verify_model(
     """
     import tokbackend
     from tokbackend.backends import BackendUnavailableError
+    from tokbackend.build import FastPathError
     from tokbackend.guard import GuardUnavailableError
     from tokbackend.probe import run_probe
     from tokbackend.tokenizer import reference_of
@@ -158,18 +180,26 @@ def verify_model(
             step.done("unavailable", f"HuggingFace cannot load {model!r}: {error}")
             return report
         try:
-            # The probe's safety net is left off here so every step below sees the backend's
-            # own answers (through the Unicode guard, as deployed); the probe is its own step.
-            # The segment cache is off here (every text reaches the backend) and has its own step.
-            accelerated = tokbackend.accelerate(hf, backend=backend, probe=False, segment_cache_mib=None)
-        except (BackendUnavailableError, GuardUnavailableError, ValueError) as error:
+            # The backend a deployment gets (for "auto": the one it chooses, probe included; a
+            # named one that fails the probe is verified all the same: the probe step says so) ...
+            deployed = tokbackend.accelerate(hf, backend=backend)
+            if deployed.tokbackend.routing is None:
+                raise BackendUnavailableError(deployed.tokbackend.disabled_reason)
+            lane = deployed.tokbackend.routing.single
+            # ... then verified on its own: the probe's safety net is left off so that every
+            # step sees the backend's own answers (through the Unicode guard, as deployed), and
+            # the segment cache is off (every text reaches the backend; it has its own step).
+            accelerated = tokbackend.accelerate(hf, backend=lane.name, probe=False, segment_cache_mib=None)
+        except (BackendUnavailableError, GuardUnavailableError, FastPathError, ValueError) as error:
             step.done("unavailable", f"backend {backend!r} cannot serve {model}: {error}")
             return report
         acceleration = accelerated.tokbackend
         guard = acceleration.guard
+        report.certified = [_certified(routed) for routed in deployed.tokbackend.routing.lanes()]
+        chose = "" if lane.name == backend else f" (auto chose {lane.name}: {deployed.tokbackend.routing.reason})"
         step.done(
             "ok",
-            f"{type(hf).__name__}, {len(hf)} tokens, backend {backend!r} loaded; Unicode guard: {guard.describe()}",
+            f"{type(hf).__name__}, {len(hf)} tokens, backend {lane.name!r} loaded{chose}; Unicode guard: {guard.describe()}",
             guard=guard.by_class(),
             guard_code_points=len(guard.code_points),
             guard_record=guard.record.get("path"),
@@ -184,7 +214,7 @@ def verify_model(
             detail = f"{mismatch.text!r}: backend {mismatch.backend_ids[:12]} vs HF {mismatch.hf_ids[:12]}"
             step.done("mismatch", f"edge string differs at index {mismatch.first_difference}: {detail}")
 
-    skipped_by_quick = {"scan", "grammar"} if quick else set()
+    skipped_by_quick = {"scan", "changes", "grammar"} if quick else set()
     steps = {
         "scan": (
             "code-point scan",
@@ -194,9 +224,14 @@ def verify_model(
             "hypothesis properties",
             lambda: _properties(report, hf, accelerated, profile, examples, seed, quick, announce, progress),
         ),
+        "arguments": (
+            "arguments and results",
+            lambda: _arguments(report, hf, accelerated, profile, examples, seed, quick, announce),
+        ),
+        "changes": ("changes after acceleration", lambda: _changes(report, hf, lane.name, announce)),
         "segments": (
             "segment cache",
-            lambda: _segments(report, hf, backend, profile, examples, seed, quick, announce),
+            lambda: _segments(report, hf, lane.name, profile, examples, seed, quick, announce),
         ),
         "chat": ("chat template", lambda: _chat_template(report, hf, accelerated, announce)),
         "grammar": ("grammar gate", lambda: _grammar(report, hf, accelerated, announce)),
@@ -210,6 +245,15 @@ def verify_model(
         else:
             run()
     return report
+
+
+def _certified(lane) -> dict[str, Any]:
+    """What a lane is, for the report: the backend, its libraries' versions, its guard record."""
+    from tokbackend.backends import backend_class
+    from tokbackend.guard import guard_versions
+
+    versions = guard_versions(tuple(backend_class(lane.name).versioned_libraries))
+    return {"backend": lane.name, "versions": versions, "guard": lane.guard.source()}
 
 
 def _code_point_scan(report, hf, raw_backend, accelerated, announce, progress, code_points) -> None:
@@ -313,6 +357,87 @@ def _properties(report, hf, accelerated, profile, examples, seed, quick, announc
             )
 
 
+def _arguments(report, hf, accelerated, profile, examples, seed, quick, announce) -> None:
+    """Calls with keyword arguments drawn from the values HF's own checks distinguish: the same
+    result or the same exception class as HF; and the result objects' surface (Encodings,
+    mappings, pickling) on plain calls equal to HF's."""
+    from hypothesis import settings
+
+    from equivalence.arguments import calls, outcome
+    from equivalence.differential import find_mismatch
+    from equivalence.surface import surface
+
+    with _Step(report, "arguments and results", announce) as step:
+        before = accelerated.tokbackend.stats()["fast_texts"]
+        base = _base_settings(profile, examples, quick)
+        base = settings(base, max_examples=base.max_examples * 4, derandomize=not seed)
+        mismatch = find_mismatch(
+            lambda call: list(outcome(hf, call)),
+            lambda call: list(outcome(accelerated, call)),
+            calls(_added_tokens(hf)),
+            "calls",
+            base,
+            seed or None,
+        )
+        if mismatch is not None:
+            announce(mismatch.report())
+            step.done("mismatch", f"a call differs from HF's: {mismatch.text!r}", counterexamples=[mismatch.report()])
+            return
+        texts = ["Hello, world!", "x <|im_end|> y " + "\u4e2d\u6587 " * 5, ""]
+        plain_calls = {"one text": texts[0], "a batch": texts, "an empty text": texts[2]}
+        for name, text in plain_calls.items():
+            ours, theirs = surface(accelerated(text)), surface(hf(text))
+            if ours != theirs:
+                differing = sorted(key for key in theirs if ours.get(key) != theirs[key])
+                step.done("mismatch", f"the result of {name} differs from HF's in {', '.join(differing[:6])}")
+                return
+        answered = accelerated.tokbackend.stats()["fast_texts"] - before
+        if answered == 0:
+            step.done("mismatch", "the fast path answered none of the calls: this step proves nothing")
+            return
+        step.done(
+            "ok",
+            f"calls with valid and invalid arguments agree (up to {base.max_examples} examples: ids or exception class); "
+            f"result objects equal HF's on {len(plain_calls)} calls; backend answered {answered} texts",
+            backend_answered=answered,
+        )
+
+
+def _changes(report, hf, backend, announce) -> None:
+    """Each change to a copy of the tokenizer after acceleration (tokens added, flags changed,
+    normalizer, pre-tokenizer, post-processor replaced or changed in place), through the
+    accelerated object and through the plain tokenizer sharing its state: every text of the
+    change then encodes as HF. Each copy is a deep copy, which shares the accelerated
+    tokenizer's build until the change makes it rebuild (and, here, the vocabulary and merges
+    transformers keeps from loading, which no change touches: copying them takes seconds)."""
+    import copy
+
+    import tokbackend
+    from equivalence.changes import CHANGES, texts_for
+
+    with _Step(report, "changes after acceleration", announce) as step:
+        template = tokbackend.accelerate(hf, backend=backend)
+        answered = 0
+        kept = {id(value): value for value in vars(template).values() if isinstance(value, (dict, list)) and len(value) > 10_000}
+        for index, change in enumerate(CHANGES):
+            accelerated = copy.deepcopy(template, dict(kept))
+            original = accelerated._tokbackend_plain_copy()  # the HF object, sharing its Rust tokenizer
+            texts = texts_for(change, original)
+            change.apply(original if index % 2 == 0 else accelerated)
+            before = accelerated.tokbackend.stats()["fast_texts"]
+            for text in texts:
+                expected, actual = original.encode(text), accelerated.encode(text)
+                if actual != expected:
+                    announce(f"after {change.name}: {text!r}: HF {expected[:12]}, accelerated {actual[:12]}")
+                    step.done("mismatch", f"after {change.name}, {text!r} differs from HF's ids", counterexample=text)
+                    return
+            answered += accelerated.tokbackend.stats()["fast_texts"] - before
+        if answered == 0:
+            step.done("mismatch", "the fast path answered none of the texts after any change: this step proves nothing")
+            return
+        step.done("ok", f"{len(CHANGES)} kinds of change seen on the next call; backend answered {answered} texts")
+
+
 def _segments(report, hf, backend, profile, examples, seed, quick, announce) -> None:
     """Conversations encoded turn by turn (each request extends the last, as an agent's do)
     through a tokenizer whose segment cache answers every call, against HF."""
@@ -354,7 +479,7 @@ def _segments(report, hf, backend, profile, examples, seed, quick, announce) -> 
 def _chat_template(report, hf, accelerated, announce) -> None:
     with _Step(report, "chat template", announce) as step:
         if not getattr(hf, "chat_template", None):
-            step.done("skipped", "the tokenizer has no chat template")
+            step.done("info", "not applicable: the tokenizer has no chat template")
             return
         conversations = [
             [{"role": "user", "content": "Hello 世界 <think>x</think> 🦊"}],
@@ -441,13 +566,13 @@ def summary_table(report: VerifyReport) -> str:
         lines = step.detail.splitlines() or [""]
         detail = lines[0] if len(lines[0]) <= 110 and len(lines) == 1 else lines[0][:109] + "…"
         rows.append(f"{step.name.ljust(width)}  {step.status.ljust(11)}  {step.seconds:7.2f}  {detail}")
-    rows.append(f"result: {verdict(report)} (model {report.model}, backend {report.backend}, exit {report.exit_code})")
+    rows.append(f"result: {verdict(report)} (model {report.model}, backend {report.served_by()}, exit {report.exit_code})")
     return "\n".join(rows)
 
 
 def verdict(report: VerifyReport) -> str:
     """One line: what the exit code means for this run, naming what was not checked."""
-    if report.exit_code != EXIT_OK:
+    if report.exit_code not in (EXIT_OK, EXIT_PARTIAL):
         return {
             EXIT_MISMATCH: "MISMATCH: do not deploy",
             EXIT_UNAVAILABLE: "backend cannot serve this model",
@@ -458,5 +583,5 @@ def verdict(report: VerifyReport) -> str:
     if not skipped:
         return "exact and usable"
     if {step.detail for step in report.steps if step.status == "skipped"} == {"--quick"}:
-        return f"quick check passed ({' and '.join(skipped)} skipped)"
+        return f"quick check passed ({', '.join(skipped)} skipped)"
     return f"passed, but NOT a full verification ({', '.join(skipped)} skipped)"

@@ -84,6 +84,8 @@ class EncodeBackend(Protocol):
     # Whether its caches grow with every distinct text and never shrink; such a backend is
     # served through `RenewingBackend`, which bounds them.
     grows_without_bound: ClassVar[bool]
+    # Where "auto" tries it: lower first (fastokens 10, gigatoken 20; 50 when not declared).
+    auto_preference: ClassVar[int]
 
     def encode(self, text: str) -> list[int]:
         """Ids of one text, special/added tokens inside it matched as HuggingFace does."""
@@ -97,13 +99,19 @@ class EncodeBackend(Protocol):
         """Backend-specific counters for `tokenizer.tokbackend.stats()`."""
         ...
 
+    def prepare(self) -> None:
+        """Work that makes the first calls fast (a warm-up, a spare instance); run once on a
+        background thread after the lane is built and probed, so that it never delays start-up.
+        Calls may arrive before it finishes; they are exact, only slower. May do nothing."""
+        ...
+
 
 class BackendClass(Protocol):
     """What the registry maps a name to: a class built as `Backend(tokenizer_json, options)`.
 
     `Options` is the backend's own (frozen dataclass) options type; `options_for_scanning()`
-    gives the options of throw-away instances, such as those a guard derivation builds (no
-    warm-up). Raise `BackendUnavailableError` for a tokenizer.json the backend cannot serve.
+    gives the options of throw-away instances, such as those a guard derivation builds (whose
+    `prepare` is never called). Raise `BackendUnavailableError` for a tokenizer.json the backend cannot serve.
     """
 
     Options: type
@@ -113,6 +121,7 @@ class BackendClass(Protocol):
     versioned_libraries: tuple[str, ...]
     guard_family: str
     grows_without_bound: bool
+    auto_preference: int
 
     def __call__(self, tokenizer_json: str, options: Any = ...) -> EncodeBackend: ...
 

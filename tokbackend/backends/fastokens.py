@@ -30,8 +30,9 @@ from tokbackend.backends.warmup import builtin_texts
 
 @dataclasses.dataclass(frozen=True)
 class FastokensOptions:
-    """warm: encode ~1 MB of built-in text at build time (thread pool, allocators), then time the
-    two single-text forms (~5 ms on 2 cores) and keep the faster; unwarmed, `Encoding.ids`."""
+    """warm: `prepare()` encodes ~1 MB of built-in text (thread pool, allocators), then times the
+    two single-text forms (~5 ms on 2 cores) and keeps the faster; until then, and unwarmed,
+    `Encoding.ids`."""
 
     warm: bool = True
 
@@ -45,6 +46,7 @@ class FastokensBackend:
     needs_unicode_guard = True  # PCRE2's Unicode tables are not HF tokenizers' either
     versioned_libraries = ("fastokens",)
     guard_family = "fastokens"
+    auto_preference = 10  # bounded memory, GIL released, the faster on 2 and 16 cores (bench/RESULTS.md)
     grows_without_bound = False
 
     def __init__(self, tokenizer_json: str, options: FastokensOptions = FastokensOptions()) -> None:
@@ -56,9 +58,7 @@ class FastokensBackend:
         self.single_form = "ids"
         self._single: Callable[[str], list[int]] = self._ids
         self.single_form_ms: dict[str, float] = {}
-        if options.warm:
-            self.encode_batch(list(builtin_texts())[:10])
-            self._choose_single_form()
+        self._warm = options.warm
 
     @classmethod
     def options_for_scanning(cls) -> FastokensOptions:
@@ -73,6 +73,11 @@ class FastokensBackend:
 
     def stats(self) -> dict[str, Any]:
         return {"fastokens_single_form": self.single_form}
+
+    def prepare(self) -> None:
+        if self._warm:
+            self.encode_batch(list(builtin_texts())[:10])
+            self._choose_single_form()
 
     def _ids(self, text: str) -> list[int]:
         with panics_as_errors("fastokens"):

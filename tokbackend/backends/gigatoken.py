@@ -22,8 +22,9 @@ from tokbackend.backends.warmup import builtin_texts
 
 @dataclasses.dataclass(frozen=True)
 class GigatokenOptions:
-    """warm: encode ~4 MB of built-in text at build time, so that gigatoken's thread pool and
-    per-worker state exist before the first burst of requests (~0.6 s on 2 cores)."""
+    """warm: `prepare()` encodes ~4 MB of built-in text, so that gigatoken's thread pool and
+    per-worker state exist before the first burst of requests (~0.6 s on 2 cores, on a
+    background thread after start-up; gigatoken holds the GIL meanwhile)."""
 
     warm: bool = True
 
@@ -39,14 +40,14 @@ class GigatokenBackend:
     # Guard records describe the library's Unicode tables, so subclasses registered under other
     # names share them.
     guard_family = "gigatoken"
+    auto_preference = 20  # after fastokens: its caches need renewals and it holds the GIL
     grows_without_bound = True
 
     def __init__(self, tokenizer_json: str, options: GigatokenOptions = GigatokenOptions()) -> None:
         gigatoken = import_library("gigatoken", "gigatoken>=0.10,<0.11")
         with loading_tokenizer_json("gigatoken"):
             self._rust = gigatoken.Tokenizer.from_json(tokenizer_json).backend
-        if options.warm and not in_forked_child():
-            self._call(list(builtin_texts()), parallel=True)
+        self._warm = options.warm
 
     @classmethod
     def options_for_scanning(cls) -> GigatokenOptions:
@@ -60,6 +61,10 @@ class GigatokenBackend:
 
     def stats(self) -> dict[str, Any]:
         return {}
+
+    def prepare(self) -> None:
+        if self._warm and not in_forked_child():
+            self._call(list(builtin_texts()), parallel=True)
 
     def _call(self, texts: list[str], parallel: bool) -> list[list[int]]:
         with panics_as_errors("gigatoken"):

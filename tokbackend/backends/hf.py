@@ -48,3 +48,6 @@ class HFBackend:
 
     def stats(self) -> dict[str, Any]:
         return {}
+
+    def prepare(self) -> None:
+        """Nothing to prepare: HF's tokenizer has no warm-up worth its cost."""

@@ -7,11 +7,13 @@ process's resident memory grows *during the wrapped backend's own calls* (two re
 per call, ~3 us; growth elsewhere in the process is not counted) and, at half of the budget,
 swaps in a spare instance built ahead of time, hands the freed memory back to the OS and builds
 the next spare on a background thread. The other half of the budget is headroom for calls in
-flight. Output never depends on the caches, only speed.
+flight. Output never depends on the caches, only speed. The first spare is built by
+`prepare()`, on the background thread that runs once start-up is done, not during start-up.
 
 Costs: the spare's fixed footprint (~90 MiB for a 248k gigatoken vocabulary), and whatever
 building an instance costs the process: a library that holds the GIL while it loads a
-vocabulary pauses every Python thread that long, once per renewal (see bench/RESULTS.md).
+vocabulary pauses every Python thread that long, once per renewal and once after start-up
+(see bench/RESULTS.md).
 """
 
 from __future__ import annotations
@@ -71,9 +73,6 @@ class RenewingBackend:
         self._spare_lock = fork_safe_lock(self, "_spare_lock")
         self._spare: EncodeBackend | None = None
         self.cache_renewals = 0
-        # The spare is built here, at start-up, because building one may pause every Python
-        # thread; a renewal is then an instant swap.
-        self._prepare_spare(after_renewal=False)
 
     @property
     def wrapped(self) -> EncodeBackend:
@@ -92,6 +91,13 @@ class RenewingBackend:
             "cache_budget_mib": self._budget_bytes >> 20,
             "cache_renewals": self.cache_renewals,
         }
+
+    def prepare(self) -> None:
+        """Prepare the serving instance, then build (and prepare) the first spare: a renewal is
+        then an instant swap, and building one, which may pause every Python thread, happens
+        after start-up rather than during it."""
+        self._current.prepare()
+        self._prepare_spare(after_renewal=False)
 
     def _measured(self, call: Callable[[EncodeBackend], Any]) -> Any:
         before = resident_bytes()
@@ -112,13 +118,15 @@ class RenewingBackend:
             return  # the next spare is still being built
         self._current = spare  # in-flight calls finish on the old instance, which is then freed
         self.cache_renewals += 1
-        threading.Thread(target=self._prepare_spare, args=(True,), name="tokbackend-spare", daemon=True).start()
+        # not a daemon: see tokbackend.build._prepare
+        threading.Thread(target=self._prepare_spare, args=(True,), name="tokbackend-spare").start()
 
     def _prepare_spare(self, after_renewal: bool) -> None:
         if after_renewal:
             time.sleep(0.1)  # let in-flight calls release the old instance
             _release_freed_memory()
         spare = self._build()
+        spare.prepare()
         with self._spare_lock:
             self._spare = spare
         # Growth seen while the spare was built is mostly the spare itself: start counting afresh.

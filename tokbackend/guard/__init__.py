@@ -9,8 +9,14 @@ code point in contexts derived from the model's own pre-tokenizer and normalizer
 (`records`). A record whose versions differ from the installed ones is re-derived, by one
 process per machine at a time (or, with `unicode_guard="refuse"`, the fast path is turned off).
 
-Modules: `contexts` (what to scan), `scan` (the scan engine), `boundaries` (the second
-oracle's vocabulary), `derive` (both oracles -> a record), `records` (lookup, versions, lock).
+Records are keyed by what decides them: the backend and the pipeline up to the model
+(`records.pipeline_fingerprint`), not the vocabulary. A replica with no record for its pipeline
+derives one in seconds (`derive.derive_fast`, which scans where engines can differ); the full
+scan of every code point stays in `tokbackend verify` and `tokbackend guard --full`.
+
+Modules: `contexts` (what to scan), `scan` (the scan engine), `boundaries` (the vocabulary-free
+oracle), `history` and `candidates` (where engines' Unicode tables can differ), `derive` (a
+record, fast or full), `records` (keys, lookup, versions, lock).
 """
 
 from __future__ import annotations
@@ -22,7 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
-from tokbackend.guard.records import derivation_lock, find_record, installed_versions, model_fingerprint, write_record
+from tokbackend.guard import records
+from tokbackend.guard.records import derivation_lock, find_record, installed_versions, model_fingerprint, record_key, write_record
 from tokbackend.guard.scan import from_ranges
 
 logger = logging.getLogger("tokbackend")
@@ -79,8 +86,22 @@ class UnicodeGuard:
             found = from_ranges(pair for family in self.record["found_by"][oracle].values() for pair in family)
             detail = ", ".join(f"{family} {count}" for family, count in families.items()) or "nothing"
             parts.append(f"oracle {oracle} {len(found)} ({detail})")
-        source = Path(self.record["path"]).name if self.record.get("path") else "no record"
-        return f"{len(self.code_points)} code points; " + "; ".join(parts) + f"; {source}"
+        return f"{len(self.code_points)} code points; " + "; ".join(parts) + f"; {self.source()}"
+
+    def source(self) -> str:
+        """Which record applies and why it matched: 'gigatoken-p….json (shipped; pipeline NFC +
+        Sequence[...]; tokenizers 0.23.3, gigatoken 0.10.0)', for the start-up line and verify."""
+        if not self.record.get("path"):
+            return "no record"
+        path = Path(self.record["path"])
+        where = "shipped" if path.parent == records.SHIPPED_RECORDS else str(path.parent)
+        matched = self.record.get("matched", "?")
+        what = self.record.get("pipeline_description", "")
+        if self.record.get("families"):
+            what = f"{self.record['families']} pipeline, {what}"
+        versions = self.record.get("matched_versions") or next(iter(self.record.get("applies_to", [])), {})
+        installed = ", ".join(f"{library} {value}" for library, value in versions.items())
+        return f"{path.name} ({where}; matched by {matched}{': ' + what if what else ''}; {installed})"
 
 
 @functools.lru_cache(maxsize=8)
@@ -104,36 +125,36 @@ def load_guard(
     mode: str,
     cache_dir: Path,
 ) -> UnicodeGuard:
-    """The guard for this model and backend under `mode` ("derive", "refuse" or "off").
+    """The guard for this tokenizer and backend family under `mode` ("derive", "refuse" or "off").
 
     `build_backend(tokenizer_json)` makes a throw-away backend instance for a derivation.
     """
     if mode == "off":
         return UnicodeGuard(frozenset())
-    fingerprint = model_fingerprint(tokenizer_json)
+    key = record_key(tokenizer_json, backend_name)
     versions = guard_versions(backend_libraries)
-    record, stale = find_record(backend_name, fingerprint, cache_dir, versions)
+    record, stale = find_record(key, cache_dir, versions)
     if record is not None:
         return _guard_from(record)
-    why = "no guard record for this model" if stale is None else f"recorded for {stale.get('applies_to')}, installed {versions}"
+    why = "no guard record for this pipeline"
+    if stale is not None:
+        why = f"recorded for {stale.get('applies_to')}, installed {versions}"
     if mode == "refuse":
         raise GuardUnavailableError(
             f"Unicode divergence guard for backend {backend_name!r}: {why}; run `tokbackend guard <model>` to derive it, "
             'or pass unicode_guard="derive"'
         )
-    with derivation_lock(cache_dir, backend_name, fingerprint):
+    with derivation_lock(cache_dir, key):
         # Another process may have derived it while this one waited for the lock.
-        record, _ = find_record(backend_name, fingerprint, cache_dir, versions)
+        record, _ = find_record(key, cache_dir, versions)
         if record is not None:
             logger.info("using the guard record another process derived: %s", record["path"])
             return _guard_from(record)
-        from tokbackend.guard.derive import derive_record
+        from tokbackend.guard.derive import derive_fast
 
-        logger.warning("deriving the Unicode divergence guard (%s); a one-time scan of every code point", why)
-        record = derive_record(
-            tokenizer_json, backend_name, build_backend, fingerprint, versions, code_points=DERIVATION_CODE_POINTS
-        )
-        record["path"] = str(write_record(record, cache_dir / "guards"))
+        logger.warning("deriving the Unicode divergence guard for backend %s (%s); a one-time scan", backend_name, why)
+        record = derive_fast(tokenizer_json, backend_name, build_backend, key, versions, code_points=DERIVATION_CODE_POINTS)
+        record = {**record, "path": str(write_record(record, cache_dir / "guards")), "matched": "derived here"}
     logger.warning(
         "guard derived in %.1f s: %d code points, saved to %s",
         record["scan_seconds"],

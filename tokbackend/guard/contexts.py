@@ -28,8 +28,9 @@ guard can say what kind of divergence each code point showed.
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
+
+from tokbackend.tokenizer_json import top_level_sections
 
 # Neighbours by class: (left, right) pairs are built from these.
 LETTERS = {"Ll": "a", "Lu": "A", "Lt": "\u01c5", "Lm": "\u02b0", "Lo": "\u4e2d"}
@@ -93,7 +94,7 @@ def _pairs(family: str, lefts: list[str], rights: list[str]) -> list[ScanContext
 
 def derive_contexts(tokenizer_json: str | dict) -> list[ScanContext]:
     """The scan contexts for one tokenizer (see the module docstring for why they cover it)."""
-    spec = json.loads(tokenizer_json) if isinstance(tokenizer_json, str) else tokenizer_json
+    spec = top_level_sections(tokenizer_json) if isinstance(tokenizer_json, str) else tokenizer_json  # vocabulary unparsed
     patterns = split_patterns(spec)
     pattern = "|".join(patterns)
     contexts = [ScanContext("{0}", "alone")]

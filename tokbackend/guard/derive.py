@@ -1,16 +1,27 @@
-"""Deriving a guard record: both oracles, every scan context, every code point.
+"""Deriving a guard record: the fast derivation a fresh replica runs, and the full scan.
 
-- Oracle "ids": the model's own vocabulary, backend against HuggingFace, in the first two
-  contexts of each family (it also catches byte-level differences the second cannot see).
+Two oracles compare a backend with HuggingFace:
+
 - Oracle "boundaries": the boundary-revealing vocabulary (`tokbackend.guard.boundaries`) over
-  the model's normalizer and pre-tokenizer, backend against HuggingFace, in every context:
-  it sees every boundary and normalization difference, whatever the model's merges are.
+  the model's normalizer and pre-tokenizer, in every context: it sees every boundary and
+  normalization difference, whatever the model's merges are. It applies to byte-level BPE
+  pipelines, and what it finds depends on the pipeline alone: its record is the pipeline's.
+- Oracle "ids": the model's own vocabulary. The only oracle where the boundaries one does not
+  apply (SentencePiece-style and WordPiece models: which characters the vocabulary lacks decides
+  what falls back to bytes or unk), so its record is the model's.
 
-The guard is the union. Planes 0-3 and 14 (every plane that holds assigned characters in any
-Unicode version to date) are scanned in every context. Planes 4-13 hold no assigned character
-and planes 15-16 only private-use ones, whose properties the Unicode stability policy fixes;
-they are screened in two composite contexts that expose letter, mark, digit, space and
-combining-class differences, and a plane the screen finds anything in is scanned in full too.
+`derive_fast` (seconds; what `accelerate()` runs on a fresh machine) scans, in every context,
+only where two engines can read a code point differently (`tokbackend.guard.candidates`): a
+representative of each run of code points whose Unicode properties changed between versions,
+each code point where engines' rules can differ (case relatives of the pattern's
+case-insensitive letters, whitespace and format characters, combining marks), and the whole run
+of any representative that diverges; a sample of everything else, at a fixed stride, goes
+through the screen contexts as a safety net. `derive_record` (minutes; `tokbackend guard
+--full`, and the slow tests that show both find the same code points) runs both oracles over
+every code point: planes 0-3 and 14 (every plane that holds assigned characters in any Unicode
+version to date) in every context; planes 4-13 (no assigned character) and 15-16 (private use
+only), whose properties the Unicode stability policy fixes, through two screen contexts, and in
+full where the screen finds anything.
 
 Derivation uses its own backend instances without a cache budget, so its encodes never count
 toward (or trigger) the serving backend's cache renewals; they are freed when it returns.
@@ -19,11 +30,13 @@ toward (or trigger) the serving backend's cache renewals; they are freed when it
 from __future__ import annotations
 
 import datetime
+import time
 from collections.abc import Callable
 
 from tokbackend.guard.boundaries import boundary_tokenizer_json
+from tokbackend.guard.candidates import FIXED_PLANES_STRIDE, candidate_runs, representatives, run_around, sample
 from tokbackend.guard.contexts import ScanContext, derive_contexts
-from tokbackend.guard.records import RECORD_FORMAT
+from tokbackend.guard.records import RECORD_FORMAT, RecordKey, describe_pipeline
 from tokbackend.guard.scan import ScanReport, plane_code_points, ranges, scan
 
 FULL_PLANES = (0, 1, 2, 3, 14)
@@ -99,23 +112,100 @@ def derive_record(
     tokenizer_json: str,
     backend_name: str,
     build_backend: BackendBuilder,
-    fingerprint: str,
+    key: RecordKey,
     versions: dict[str, str],
     contexts: list[ScanContext] | None = None,
     code_points: list[int] | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> dict:
-    """Run both oracles and return a guard record (see `tokbackend.guard.records`)."""
+    """The full scan: both oracles over every code point (see the module docstring)."""
     contexts = contexts or derive_contexts(tokenizer_json)
+    started = time.perf_counter()
     reports = run_oracles(tokenizer_json, build_backend, contexts, code_points, progress)
+    scanned = max(report.scanned for report in reports.values())
+    return _record(tokenizer_json, backend_name, key, versions, contexts, reports, "full", scanned, started)
+
+
+def derive_fast(
+    tokenizer_json: str,
+    backend_name: str,
+    build_backend: BackendBuilder,
+    key: RecordKey,
+    versions: dict[str, str],
+    code_points: list[int] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> dict:
+    """The fast derivation (see the module docstring). `code_points`: scan exactly these in every
+    context instead (tests narrow a derivation so)."""
+    started = time.perf_counter()
+    spec_json = boundary_tokenizer_json(tokenizer_json)
+    oracle = "ids" if spec_json is None else "boundaries"
+    oracle_json = tokenizer_json if spec_json is None else spec_json
+    contexts = derive_contexts(tokenizer_json)
+    reference, candidate = _hf_encoder(oracle_json), {oracle: build_backend(oracle_json).encode_batch}
+
+    def scanned(points: list[int], over: list[ScanContext] | tuple[ScanContext, ...] = contexts) -> ScanReport:
+        if progress is not None:
+            progress(f"{oracle}: {len(points)} code points x {len(over)} contexts")
+        return scan(reference, candidate, over, points)[oracle]
+
+    if code_points is not None:
+        merged = scanned(code_points)
+    else:
+        runs = candidate_runs(tokenizer_json)
+        chosen = sorted({point for run in runs for point in representatives(run)})
+        first = scanned(chosen)
+        samples = sample(FULL_PLANES, runs) + sample(SCREENED_PLANES, runs, FIXED_PLANES_STRIDE)
+        screened = scanned(samples, SCREEN_CONTEXTS)
+        merged, widen = _spread_over_runs(first, runs)
+        widen += [run_around(point) for point in screened.all_divergent]
+        rest = sorted({point for low, high in widen for point in range(low, high + 1)} - set(chosen))
+        if rest:
+            for context, found in scanned(rest).divergent.items():
+                merged.divergent[context] = sorted({*merged.divergent.get(context, ()), *found})
+        merged.scanned = len(chosen) + len(samples) + len(rest)
+    return _record(tokenizer_json, backend_name, key, versions, contexts, {oracle: merged}, "fast", merged.scanned, started)
+
+
+def _spread_over_runs(report: ScanReport, runs: list[tuple[int, int]]) -> tuple[ScanReport, list[tuple[int, int]]]:
+    """What the representatives' scan says of every code point: a run whose representatives
+    all diverge in the same contexts diverges there whole, one where none diverges nowhere
+    (every engine reads a run alike, see `tokbackend.guard.history`); a run whose
+    representatives disagree is returned to be scanned whole."""
+    contexts_of: dict[int, frozenset] = {}
+    for context, found in report.divergent.items():
+        for point in found:
+            contexts_of[point] = contexts_of.get(point, frozenset()) | {context}
+    spread = ScanReport({context: list(found) for context, found in report.divergent.items()}, report.scanned, report.seconds)
+    mixed = []
+    for run in runs:
+        seen = {contexts_of.get(point, frozenset()) for point in representatives(run)}
+        if len(seen) > 1:
+            mixed.append(run)
+        elif seen != {frozenset()} and run[0] != run[1]:
+            for context in next(iter(seen)):
+                spread.divergent[context] = sorted({*spread.divergent[context], *range(run[0], run[1] + 1)})
+    return spread, mixed
+
+
+def _record(tokenizer_json, backend_name, key, versions, contexts, reports, derivation, scanned, started) -> dict:
     union = sorted({code_point for report in reports.values() for code_point in report.all_divergent})
+    # The record is the pipeline's when the vocabulary-free oracle ran and the model's own
+    # vocabulary showed nothing more; otherwise it holds what this vocabulary does.
+    boundaries = set(reports["boundaries"].all_divergent) if "boundaries" in reports else None
+    model_scope = boundaries is None or not set(union) <= boundaries
     return {
         "format": RECORD_FORMAT,
         "backend": backend_name,
-        "model_fingerprint": fingerprint,
+        "scope": "model" if model_scope else "pipeline",
+        "pipeline": key.pipeline,
+        "pipeline_description": describe_pipeline(tokenizer_json),
+        "model_fingerprint": key.model if model_scope else None,
         "applies_to": [versions],
+        "derivation": derivation,
         "derived_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "scan_seconds": round(sum(report.seconds for report in reports.values()), 1),
+        "scan_seconds": round(time.perf_counter() - started, 1),
+        "code_points_scanned": scanned,
         "contexts": [[context.template, context.family] for context in contexts],
         "code_points": [list(pair) for pair in ranges(union)],
         "found_by": {

@@ -151,19 +151,23 @@ def builtin_model_dir(name: str, cache_dir: Path) -> Path:
 
 
 def model_dir(spec: QwenModelSpec, cache_dir: Path) -> Path:
-    """Return the directory holding the tokenizer `spec` describes, building it on first use.
-
-    The build writes to a temporary sibling and renames it into place, so concurrent
-    processes building the same model never see a half-written directory.
-    """
+    """Return the directory holding the tokenizer `spec` describes, building it on first use."""
     target = cache_dir / f"{spec.name}-v{_BUILD_VERSION}"
     if (target / "tokenizer_config.json").is_file():
         return target
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{spec.name}-", dir=cache_dir))
     tokenizer_json = build_tokenizer_json(spec)
+    return write_tokenizer_dir(target, tokenizer_json, build_tokenizer_config(spec, tokenizer_json))
+
+
+def write_tokenizer_dir(target: Path, tokenizer_json: dict, config: dict) -> Path:
+    """Write tokenizer.json and tokenizer_config.json into `target` and return it.
+
+    The files are written to a temporary sibling that is renamed into place, so concurrent
+    processes building the same tokenizer never see a half-written directory.
+    """
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
     (staging / "tokenizer.json").write_text(json.dumps(tokenizer_json, ensure_ascii=False), encoding="utf-8")
-    config = build_tokenizer_config(spec, tokenizer_json)
     (staging / "tokenizer_config.json").write_text(json.dumps(config, indent=2, ensure_ascii=False), encoding="utf-8")
     try:
         os.rename(staging, target)

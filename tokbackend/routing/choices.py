@@ -1,5 +1,5 @@
-"""`auto`'s choices, remembered on disk per model, library versions, candidates and core count,
-so the other processes of a server, and later starts, build only the chosen backends."""
+"""`auto`'s choices, remembered on disk per model, library versions and candidates, so the other
+processes of a server, and later starts, try the chosen backend first and build nothing else."""
 
 from __future__ import annotations
 
@@ -20,22 +20,22 @@ logger = logging.getLogger("tokbackend")
 def choice_key(tokenizer_json: str, candidates: list[str], libraries: tuple[str, ...]) -> str:
     """What a remembered choice is valid for."""
     identity = {
-        "tokbackend": version.VERSION,  # its backends' call paths are part of what was timed
+        "tokbackend": version.VERSION,  # its probe and guard records decide what qualifies
         "model": model_fingerprint(tokenizer_json),
         "versions": guard_versions(tuple(sorted(set(libraries)))),
         "candidates": candidates,
-        "cores": os.cpu_count(),
     }
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode("utf-8")).hexdigest()[:24]
 
 
-def remembered(key: str) -> dict[str, str] | None:
+def remembered(key: str) -> str | None:
+    """The backend chosen for `key` before, if any."""
     choice = _read().get(key)
-    return choice if isinstance(choice, dict) and {"single", "batch", "reason"} <= choice.keys() else None
+    return choice.get("backend") if isinstance(choice, dict) else None
 
 
-def remember(key: str, choice: dict[str, str]) -> None:
-    _write({**_read(), key: choice})
+def remember(key: str, backend: str) -> None:
+    _write({**_read(), key: {"backend": backend}})
 
 
 def forget(key: str) -> None:

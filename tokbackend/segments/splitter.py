@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 
-from tokbackend.tokenizer_json import model_head, top_level_sections
+from tokbackend.tokenizer_json import does_nothing, model_head, top_level_sections
 
 # Pieces longer than this are keyed as a `Piece` (length and the first and last _KEY_CHARS).
 _PIECE_CHARS = 1024
@@ -68,12 +68,12 @@ class AddedTokenSplitter:
         """A splitter, or why this tokenizer's added tokens cannot be split exactly here."""
         sections = top_level_sections(tokenizer_json)
         added = sections.get("added_tokens") or []
-        normalizer = sections.get("normalizer")
+        normalizes = not does_nothing(sections.get("normalizer"))
         for token in added:
             for flag in ("lstrip", "rstrip", "single_word"):
                 if token.get(flag):
                     return f"added token {token['content']!r} has {flag}=True"
-            if token.get("normalized") and normalizer is not None:
+            if token.get("normalized") and normalizes:
                 return f"added token {token['content']!r} is matched after normalization"
         if re.search(r'"dropout":\s*[0-9]', model_head(sections)):
             return "BPE dropout makes ids random"
