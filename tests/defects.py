@@ -34,6 +34,19 @@ class DropsAfterDigits(GigatokenBackend):
         return self.encode_batch([text])[0]
 
 
+class DropsOnLongTexts(GigatokenBackend):
+    """A wrong backend the boot probe cannot see: drops the last token of texts over 8,000
+    characters (every probe string is shorter). The live serving gate plants the same class."""
+
+    name = "drops-on-long-texts"
+
+    def encode_batch(self, texts):
+        return [ids[:-1] if len(text) > 8000 else ids for text, ids in zip(texts, super().encode_batch(texts))]
+
+    def encode(self, text):
+        return self.encode_batch([text])[0]
+
+
 class FastButWrong(HFBackend):
     """A wrong backend for auto: answers instantly and wrongly (one id per text), comes first in
     auto's order and needs no guard, so only the probe stands between it and the routing."""

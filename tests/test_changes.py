@@ -98,3 +98,37 @@ def test_a_check_that_misses_a_change_is_caught(fresh_pair):
     serve_with_fingerprint(fast, lambda: "never changes")
     hf.add_tokens(["hello"])
     assert fast.encode("xhelloy") != hf.encode("xhelloy")
+
+
+def _references_left(strong_watch: bool, monkeypatch) -> int:
+    """References to an accelerated tokenizer's Rust object once the tokenizer is gone (the
+    test's own variable and getrefcount's argument are two)."""
+    import gc
+    import sys
+    import types
+
+    from tokbackend import watch
+
+    if strong_watch:  # the planted defect: wrappers that hold the Rust object, never removed
+
+        def no_weak_reference(target):
+            raise TypeError("planted")
+
+        monkeypatch.setattr(watch, "weakref", types.SimpleNamespace(ref=no_weak_reference, finalize=lambda *args: None))
+    hf = _qwen3()
+    rust = hf.backend_tokenizer
+    fast = tokbackend.accelerate(hf, "gigatoken")
+    fast.encode("warm")
+    fast.add_tokens(["<counted>"])
+    del hf, fast
+    gc.collect()
+    return sys.getrefcount(rust)
+
+
+def test_watching_for_changes_keeps_no_tokenizer_alive(monkeypatch):
+    """On tokenizers 0.22 the Rust Tokenizer takes no weak reference and is not garbage
+    collected, so wrappers that held it would keep every copied tokenizer (hundreds of MB for a
+    large vocabulary) forever; on 0.23 they hold a weak one. Either way nothing is left once the
+    Python tokenizer is collected, and a planted strong, never-removed wrapper is seen here."""
+    assert _references_left(strong_watch=False, monkeypatch=monkeypatch) == 2
+    assert _references_left(strong_watch=True, monkeypatch=monkeypatch) > 2

@@ -10,6 +10,7 @@ import sys
 
 from tokbackend import __version__
 from tokbackend.guard.records import BAKED_RECORDS_ENV
+from tokbackend.integrations.common import DEFAULT_FLAG_VALUE
 from tokbackend.options import DEFAULT_BACKEND
 from tokbackend.verify import EXIT_MISSING_TOOLS, EXIT_UNAVAILABLE, STEPS, summary_table, verify_model
 
@@ -85,6 +86,32 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="scan every code point with both oracles (minutes) instead of where engines can differ (seconds)",
     )
+    gate = commands.add_parser(
+        "sglang-gate",
+        help="boot SGLang with and without --tokenizer-backend and compare their answers (run on a GPU host)",
+        description=(
+            "Start `python -m sglang.launch_server --model-path MODEL SERVER_ARGS` twice, without and with "
+            "--tokenizer-backend FLAG (or use --reference-url/--candidate-url), send both the same greedy and "
+            "streamed requests, chats and a JSON-schema completion, and compare."
+        ),
+        epilog="exit codes: 0 identical, 1 a difference, 2 usage error, 3 a JSON-schema answer that does not conform, "
+        "5 missing tools (the [verify] extra), 6 a server that cannot serve",
+    )
+    gate.add_argument("--model-path", required=True, help="the model directory (its tokenizer builds the prompts)")
+    gate.add_argument(
+        "--flag", default=DEFAULT_FLAG_VALUE, help=f"the --tokenizer-backend value to check (default {DEFAULT_FLAG_VALUE})"
+    )
+    gate.add_argument("--port", type=int, default=30000)
+    gate.add_argument("--long", type=int, nargs="*", default=[8000, 16000, 32000], help="token counts of the long prompts")
+    gate.add_argument(
+        "--timed", type=int, default=5, help="distinct prompts of the longest --long size timed to their first token on each"
+    )
+    gate.add_argument("--reference-url", help="a running server without the flag (instead of starting one)")
+    gate.add_argument("--candidate-url", help="a running server with the flag (instead of starting one)")
+    gate.add_argument("--log-dir", default=".", help="where the servers' logs go")
+    gate.add_argument("--timeout", type=float, default=900, help="seconds each server may take to start")
+    gate.add_argument("--json", metavar="PATH", help="also write the report to PATH")
+    gate.add_argument("server_args", nargs=argparse.REMAINDER, help="after --: arguments for both servers")
     return parser
 
 
@@ -95,6 +122,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     if arguments.command == "guard":
         return derive_guard(arguments.model, arguments.backend, arguments.output, arguments.full)
+    if arguments.command == "sglang-gate":
+        return sglang_gate(arguments)
     missing = [module for module in VERIFY_MODULES if importlib.util.find_spec(module) is None]
     if missing:
         print(
@@ -204,6 +233,70 @@ def derive_guard(model: str, backend_name: str, output: str | None, full: bool =
     if output:
         print(f"serve with {BAKED_RECORDS_ENV}={Path(output).resolve()} so accelerate() finds it without a scan")
     return 0
+
+
+def sglang_gate(arguments: argparse.Namespace) -> int:
+    """`tokbackend sglang-gate`: the serving gate (`tokbackend.integrations.sglang_gate`)."""
+    from pathlib import Path
+
+    import tokbackend
+    from tokbackend.integrations import sglang_gate as gate
+
+    missing = [module for module in ("jsonschema", "faker", "hypothesis") if importlib.util.find_spec(module) is None]
+    if missing:
+        print(f"tokbackend sglang-gate needs {', '.join(missing)}: pip install 'tokbackend[verify]'", file=sys.stderr)
+        return EXIT_MISSING_TOOLS
+    hf = tokbackend.load_hf(arguments.model_path)
+    added = [str(token) for token in hf.added_tokens_decoder.values()]
+
+    def count(text: str) -> int:
+        return len(hf.backend_tokenizer.encode(text).ids)
+
+    prompts = gate.probes(count, added, tuple(arguments.long))
+    common = [
+        "--model-path",
+        arguments.model_path,
+        "--port",
+        str(arguments.port),
+        *[a for a in arguments.server_args if a != "--"],
+    ]
+    url = f"http://127.0.0.1:{arguments.port}"
+    logs = Path(arguments.log_dir)
+    reference = gate.Server(
+        "without the flag",
+        arguments.reference_url or url,
+        None if arguments.reference_url else common,
+        logs / "server-reference.log",
+    )
+    candidate_arguments = None if arguments.candidate_url else [*common, "--tokenizer-backend", arguments.flag]
+    candidate = gate.Server(
+        f"--tokenizer-backend {arguments.flag}",
+        arguments.candidate_url or url,
+        candidate_arguments,
+        logs / "server-candidate.log",
+    )
+    from equivalence.corpus import prompt_of_tokens
+
+    timed = [prompt_of_tokens(count, 9_000 + index, max(arguments.long, default=32000)) for index in range(arguments.timed)]
+    exit_code, report = gate.run_gate(
+        reference, candidate, prompts, gate.chats(added), timeout=arguments.timeout, timed_prompts=timed
+    )
+    for server, lines in report.get("startup_lines", {}).items():
+        print(f"{server}: tokbackend start-up lines in {len(lines)} processes: {', '.join(process for process, _, _ in lines)}")
+    for server, seconds in report.get("first_token_seconds", {}).items():
+        if seconds:
+            median = sorted(seconds)[len(seconds) // 2]
+            print(f"{server}: time to first token of {len(seconds)} distinct long prompts: median {median * 1e3:.1f} ms")
+    verdict = {
+        0: "identical: the flag changes no answer",
+        1: "DIFFERENT: do not deploy",
+        3: "a JSON-schema answer does not conform",
+        6: "a server cannot serve",
+    }
+    print(f"result: {verdict[exit_code]} ({len(prompts)} prompts, exit {exit_code})")
+    if arguments.json:
+        Path(arguments.json).write_text(json.dumps({"exit_code": exit_code, **report}, indent=1, ensure_ascii=False))
+    return exit_code
 
 
 if __name__ == "__main__":

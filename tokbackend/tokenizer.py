@@ -197,7 +197,7 @@ class HFReference:
         return watch.tokenizer_json_for_backends(self._tokenizer._tokenizer)
 
     def fingerprint(self) -> Hashable:
-        return watch.fingerprint(self._tokenizer._tokenizer)
+        return watch.fingerprint(self._tokenizer._tokenizer, self._tokenizer)
 
     def content(self) -> Hashable:
         return watch.content(self._tokenizer._tokenizer)

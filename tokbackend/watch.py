@@ -25,6 +25,7 @@ fingerprint that changed with the content unchanged (a token added twice) needs 
 
 from __future__ import annotations
 
+import itertools
 import operator
 import weakref
 from collections.abc import Hashable
@@ -34,6 +35,7 @@ from tokbackend.tokenizer_json import without_truncation_and_padding
 
 _COUNT = "_tokbackend_added_token_calls"
 _MUTATORS = ("add_tokens", "add_special_tokens")
+_TICKS = itertools.count(1)
 # What each model type's encode reads besides its vocabulary (tokenizers' model getters), read
 # with one `attrgetter` call.
 _MODEL_FIELDS = {
@@ -45,17 +47,27 @@ _MODEL_FIELDS = {
 }
 
 
-def watch(rust: Any) -> int:
-    """Count the calls that change `rust`'s added tokens (once per object); returns the count."""
+def watch(rust: Any, owner: Any) -> int:
+    """Count the calls that change `rust`'s added tokens (once per object, for as long as `owner`,
+    the Python object holding `rust`, lives); returns the count."""
     namespace = rust.__dict__
     count = namespace.get(_COUNT)
     if count is not None:
         return count
-    reference = weakref.ref(rust)
+    try:
+        reference = weakref.ref(rust)
+    except TypeError:  # tokenizers 0.22: see the module's docstring
+        reference = lambda: rust  # noqa: E731
+        weakref.finalize(owner, _unwatch, namespace)
     for name in _MUTATORS:
         namespace[name] = _counting(getattr(type(rust), name), reference)
-    namespace[_COUNT] = 0
-    return 0
+    namespace[_COUNT] = count = next(_TICKS)
+    return count
+
+
+def _unwatch(namespace: dict) -> None:
+    for name in (*_MUTATORS, _COUNT):
+        namespace.pop(name, None)
 
 
 def _counting(method, reference):
@@ -64,7 +76,7 @@ def _counting(method, reference):
         try:
             return method(rust, *args, **kwargs)
         finally:
-            rust.__dict__[_COUNT] += 1
+            rust.__dict__[_COUNT] = next(_TICKS)
 
     counted.__name__ = counted.__qualname__ = method.__name__
     counted.__doc__ = method.__doc__
@@ -82,11 +94,11 @@ def _model_state(rust: Any) -> tuple:
     return (kind, rust.get_vocab_size(False), None if fields is None else fields(model))
 
 
-def fingerprint(rust: Any) -> Hashable:
-    """Changes whenever anything an encode through `rust` depends on may have changed."""
+def fingerprint(rust: Any, owner: Any) -> Hashable:
+    """Changes whenever anything an encode through `rust` (held by `owner`) depends on may have changed."""
     count = rust.__dict__.get(_COUNT)
     if count is None:
-        count = watch(rust)
+        count = watch(rust, owner)
     return (
         id(rust),
         count,

@@ -1,7 +1,10 @@
-"""Fixtures for the SGLang integration tests: real SGLang 0.5.23 code, in-process, on the CPU.
+"""Fixtures for the SGLang integration tests: real SGLang code (0.5.13 to 0.5.23), in-process,
+on the CPU.
 
-These run in .ci/run's second stage (a venv with SGLang installed --no-deps); the main test
-command leaves this folder out (see pyproject.toml).
+These run in .ci/run's SGLang stages, one venv per release tested (the oldest and the newest
+supported: SGLang installed --no-deps, `tests/sglang/requirements-X.txt`, CPU torch 2.13.0 and a
+torchvision stand-in in `tests/sglang/shims`); the main test command leaves this folder out
+(see pyproject.toml).
 """
 
 from __future__ import annotations
@@ -56,14 +59,16 @@ def plugins_loaded():
 def server_args(model_dir, plugins_loaded):
     """ServerArgs for `--tokenizer-backend gigatoken`, resolved and published as SGLang's
     launcher does before it builds the tokenizer manager."""
-    from sglang.srt.entrypoints.engine import publish, resolve_auto_parsers
+    from sglang.srt.entrypoints import engine
     from sglang.srt.server_args import ServerArgs
 
     arguments = ServerArgs(model_path=model_dir, tokenizer_backend="gigatoken", device="cpu", skip_server_warmup=True)
-    arguments.resolve_once()
+    if hasattr(arguments, "resolve_once"):  # 0.5.19 on
+        arguments.resolve_once()
     arguments.check_server_args()
-    resolve_auto_parsers(arguments)
-    publish(arguments, role="tokenizer")
+    engine.resolve_auto_parsers(arguments)
+    if hasattr(engine, "publish"):  # 0.5.18 on
+        engine.publish(arguments, role="tokenizer")
     return arguments
 
 

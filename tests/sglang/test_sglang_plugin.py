@@ -16,6 +16,9 @@ from tokbackend.integrations import sglang as plugin
 from tokbackend.integrations.common import ALLOW_FALLBACK_ENV
 from tokbackend.tokenizer import AcceleratedTokenizerMixin
 
+# Before 0.5.19 ServerArgs resolves the device in __post_init__ and finds none on a CPU host.
+CPU = ["--device", "cpu"]
+
 TEXTS = [
     "Hello! 毕老师！1 + 1 = 2",
     '<|im_start|>user\n<think>plan</think> call <tool_call>{"a": 1}</tool_call><|im_end|>',
@@ -31,10 +34,10 @@ def test_the_plugin_is_an_sglang_entry_point():
 def test_the_flag_accepts_gigatoken(model_dir, plugins_loaded):
     from sglang.srt.server_args import prepare_server_args
 
-    arguments = prepare_server_args(["--model-path", model_dir, "--tokenizer-backend", "gigatoken"])
+    arguments = prepare_server_args(["--model-path", model_dir, "--tokenizer-backend", "gigatoken", *CPU])
     assert arguments.tokenizer_backend == "gigatoken"
     with pytest.raises(SystemExit):
-        prepare_server_args(["--model-path", model_dir, "--tokenizer-backend", "gigatokn"])
+        prepare_server_args(["--model-path", model_dir, "--tokenizer-backend", "gigatokn", *CPU])
 
 
 @pytest.mark.parametrize("value", ["tokbackend-fastokens", "tokbackend-auto", "fastokens"])
@@ -42,7 +45,7 @@ def test_other_backends_are_selectable_beside_sglangs_own_fastokens(model_dir, p
     """Our values carry a prefix; SGLang's own "fastokens" (its global patch) stays SGLang's."""
     from sglang.srt.server_args import prepare_server_args
 
-    arguments = prepare_server_args(["--model-path", model_dir, "--tokenizer-backend", value])
+    arguments = prepare_server_args(["--model-path", model_dir, "--tokenizer-backend", value, *CPU])
     assert arguments.tokenizer_backend == value
     assert plugin.backend_for_flag(value) == (None if value == "fastokens" else value.removeprefix("tokbackend-"))
 
@@ -68,7 +71,11 @@ def test_tokenizer_manager_tokenizes_a_batch_through_the_fast_path(tokenizer_man
 def test_openai_chat_request_is_encoded_exactly_through_the_fast_path(tokenizer_manager, hf_reference, model_dir):
     from sglang.srt.entrypoints.openai.protocol import ChatCompletionRequest
     from sglang.srt.entrypoints.openai.serving_chat import OpenAIServingChat
-    from sglang.srt.parser.template_manager import TemplateManager
+
+    try:
+        from sglang.srt.parser.template_manager import TemplateManager
+    except ImportError:  # 0.5.15.post1 and before
+        from sglang.srt.managers.template_manager import TemplateManager
 
     templates = TemplateManager()
     templates.initialize_templates(tokenizer_manager, model_path=model_dir)
@@ -168,3 +175,37 @@ def test_plain_huggingface_backend_is_left_alone(model_dir, plugins_loaded):
     from sglang.srt.utils.hf_transformers.tokenizer import get_tokenizer
 
     assert not isinstance(get_tokenizer(model_dir, tokenizer_backend="huggingface"), AcceleratedTokenizerMixin)
+
+
+def test_the_stock_cli_parses_the_flag(model_dir):
+    """`python -m sglang.launch_server ... --tokenizer-backend gigatoken` in a fresh process: its
+    launcher loads the plugins, then parses (no wrapper around SGLang's own entry point)."""
+    code = (
+        "import sys; from sglang.srt.plugins import load_plugins; load_plugins(); "
+        "from sglang.srt.server_args import prepare_server_args; "
+        "print(prepare_server_args(sys.argv[1:]).tokenizer_backend)"
+    )
+    arguments = ["--model-path", model_dir, "--tokenizer-backend", "gigatoken", *CPU]
+    completed = subprocess.run([sys.executable, "-c", code, *arguments], capture_output=True, text=True, timeout=300)
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    assert completed.stdout.strip().splitlines()[-1] == "gigatoken"
+
+
+def test_multi_worker_uvicorn_gets_an_app_that_loads_the_plugins(plugins_loaded):
+    """Before 0.5.23 SGLang hands uvicorn its app path as a literal; the hook around uvicorn.run
+    (applied by load_plugins: SGLang's http_server calls it through the module) swaps in ours
+    when there is more than one worker (a single worker runs in the launcher's process)."""
+    import uvicorn
+
+    # SGLang's registry patches every module that holds the original (uvicorn.main too), so ask
+    # where the code of what `uvicorn.run` now is lives
+    assert not uvicorn.run.__code__.co_filename.endswith("uvicorn/main.py"), "uvicorn.run is not hooked"
+    seen = []
+
+    def record(app, *args, **kwargs):
+        seen.append((app, kwargs.get("workers")))
+
+    plugin._around_uvicorn_run(record, plugin.SGLANG_DEFAULT_APP_PATH, workers=2)
+    plugin._around_uvicorn_run(record, plugin.SGLANG_DEFAULT_APP_PATH, workers=1)
+    plugin._around_uvicorn_run(record, "my.own:app", workers=2)
+    assert seen == [(plugin.TOKBACKEND_APP_PATH, 2), (plugin.SGLANG_DEFAULT_APP_PATH, 1), ("my.own:app", 2)]

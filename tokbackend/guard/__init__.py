@@ -28,8 +28,15 @@ from pathlib import Path
 
 import numpy as np
 
-from tokbackend.guard import records
-from tokbackend.guard.records import derivation_lock, find_record, installed_versions, model_fingerprint, record_key, write_record
+from tokbackend.guard.records import (
+    SHIPPED_RECORDS,
+    derivation_lock,
+    find_record,
+    installed_versions,
+    model_fingerprint,
+    record_key,
+    write_record,
+)
 from tokbackend.guard.scan import from_ranges
 
 logger = logging.getLogger("tokbackend")
@@ -94,7 +101,7 @@ class UnicodeGuard:
         if not self.record.get("path"):
             return "no record"
         path = Path(self.record["path"])
-        where = "shipped" if path.parent == records.SHIPPED_RECORDS else str(path.parent)
+        where = "shipped" if path.parent == SHIPPED_RECORDS else str(path.parent)
         matched = self.record.get("matched", "?")
         what = self.record.get("pipeline_description", "")
         if self.record.get("families"):

@@ -1,29 +1,37 @@
 """SGLang plugin: `--tokenizer-backend gigatoken` (or `tokbackend-NAME`) on a stock SGLang server.
 
 Registered under SGLang's entry-point group `sglang.srt.plugins`, so SGLang runs `register()`
-through `load_plugins()` in every process that calls it (the launcher, `sgl.Engine`, the
-scheduler, the detokenizer, the data-parallel controller). `register()`:
+through `load_plugins()` in every process that calls it (the launcher and `sglang serve` before
+they parse arguments, `sgl.Engine`, the scheduler; from 0.5.22 the detokenizer and the
+data-parallel controller too). Works on SGLang 0.5.13 to 0.5.23 (the releases with its plugin
+system, 0.5.11 on, that run on the torch versions users have). `register()`:
 
 - adds "gigatoken", "tokbackend-auto" and "tokbackend-NAME" for every registered backend to the
-  choices of `--tokenizer-backend` (SGLang's own "fastokens", its global patch, is left alone);
+  choices of `--tokenizer-backend` (SGLang's own "fastokens", its global patch, is left alone),
+  through a hook around `ServerArgs.add_cli_args`: the parser is where the choices end up in
+  every release (0.5.13 writes them as a literal list, 0.5.14-0.5.19 rebuild them from
+  annotations on every call, 0.5.20 on evaluate them once);
 - wraps `get_tokenizer` and `get_processor` (SGLang's hook registry patches every module that
   imported them): with one of those values they load the HuggingFace tokenizer as
   usual and return `tokbackend.accelerate()` of it, logging one line per process;
-- points the HTTP app path of multi-tokenizer workers (`--tokenizer-worker-num > 1`), which
-  SGLang starts without calling `load_plugins()`, at `tokbackend.integrations.sglang_app`,
-  which calls it before loading SGLang's app.
+- points multi-tokenizer HTTP workers (`--tokenizer-worker-num > 1`), which SGLang starts
+  without calling `load_plugins()`, at `tokbackend.integrations.sglang_app`, which calls it
+  before loading SGLang's app: through `SGLANG_HTTP_SERVER_APP_PATH` (0.5.23) and a hook around
+  `uvicorn.run` (before it, where the app path is a literal).
 
-A model the fast path cannot serve fails at start-up with the reason; set
-TOKBACKEND_ALLOW_HF_FALLBACK=1 to serve it with HuggingFace instead (logged; see
-`tokbackend.integrations.common`). With
-SGLANG_RUST_SERVER=1 SGLang tokenizes in Rust, where no Python hook applies: the plugin warns.
+Each step is registered on its own: one that fails (a release that moved a function) is logged
+and leaves the others in place. A model the fast path cannot serve fails at start-up with the
+reason; set TOKBACKEND_ALLOW_HF_FALLBACK=1 to serve it with HuggingFace instead (logged; see
+`tokbackend.integrations.common`). With SGLANG_RUST_SERVER=1 SGLang tokenizes in Rust, where no
+Python hook applies (the plugin warns); before 0.5.23, Granian workers (`--enable-http2`) load
+SGLang's app by a path no hook reaches, and stay on HuggingFace (README "SGLang").
 """
 
 from __future__ import annotations
 
+import argparse
 import logging
 import os
-import typing
 
 from tokbackend.integrations.common import DEFAULT_FLAG_VALUE, accelerate_for_server, backend_for_flag, flag_values
 
@@ -35,18 +43,33 @@ APP_PATH_ENV = "SGLANG_HTTP_SERVER_APP_PATH"
 SGLANG_DEFAULT_APP_PATH = "sglang.srt.entrypoints.http_server:app"
 TOKBACKEND_APP_PATH = "tokbackend.integrations.sglang_app:app"
 TARGETS = {
+    "add_cli_args": "sglang.srt.server_args.ServerArgs.add_cli_args",
     "get_tokenizer": "sglang.srt.utils.hf_transformers.tokenizer.get_tokenizer",
     "get_processor": "sglang.srt.utils.hf_transformers.processor.get_processor",
+    "uvicorn_run": "uvicorn.run",
 }
 
 
 def register() -> None:
-    """Entry point for `sglang.srt.plugins`: flag choice, hooks, multi-tokenizer workers."""
+    """Entry point for `sglang.srt.plugins`: flag choices, tokenizer hooks, multi-tokenizer workers."""
     from sglang.srt.plugins.hook_registry import HookRegistry, HookType
 
-    _add_flag_choice()
-    HookRegistry.register(TARGETS["get_tokenizer"], _around_get_tokenizer, HookType.AROUND)
-    HookRegistry.register(TARGETS["get_processor"], _around_get_processor, HookType.AROUND)
+    hooks = {
+        "add_cli_args": _around_add_cli_args,
+        "get_tokenizer": _around_get_tokenizer,
+        "get_processor": _around_get_processor,
+        "uvicorn_run": _around_uvicorn_run,
+    }
+    for name, hook in hooks.items():
+        try:
+            HookRegistry.register(TARGETS[name], hook, HookType.AROUND)
+        except Exception as error:  # one missing target must not take the other hooks with it
+            logger.error(
+                "tokbackend: could not hook %s (%s); --tokenizer-backend %s may not apply there",
+                TARGETS[name],
+                error,
+                DEFAULT_FLAG_VALUE,
+            )
     app_path = os.environ.get(APP_PATH_ENV)
     if app_path in (None, SGLANG_DEFAULT_APP_PATH):
         os.environ[APP_PATH_ENV] = TOKBACKEND_APP_PATH
@@ -64,12 +87,22 @@ def register() -> None:
         )
 
 
-def _add_flag_choice() -> None:
-    from sglang.srt.server_args import ServerArgs
+def _around_add_cli_args(original, *args, **kwargs):
+    """Add our values to the choices of `--tokenizer-backend` on the parser SGLang just built."""
+    result = original(*args, **kwargs)
+    parser = kwargs.get("parser") or next((arg for arg in args if isinstance(arg, argparse.ArgumentParser)), None)
+    for action in [] if parser is None else parser._actions:
+        if "--tokenizer-backend" in action.option_strings and action.choices is not None:
+            action.choices = [*action.choices, *(value for value in flag_values() if value not in action.choices)]
+    return result
 
-    metadata = typing.get_type_hints(ServerArgs, include_extras=True)["tokenizer_backend"].__metadata__
-    choices = metadata[0].choices
-    choices.extend(value for value in flag_values() if value not in choices)
+
+def _around_uvicorn_run(original, app, *args, **kwargs):
+    """Multi-worker uvicorn loads SGLang's app by import path in fresh processes: give it ours,
+    which loads the plugins first (SGLang before 0.5.23 passes its path as a literal)."""
+    if app == SGLANG_DEFAULT_APP_PATH and (kwargs.get("workers") or 1) > 1:
+        app = TOKBACKEND_APP_PATH
+    return original(app, *args, **kwargs)
 
 
 def _around_get_tokenizer(original, *args, **kwargs):
