@@ -48,6 +48,22 @@ class Mismatch:
         )
 
 
+def in_every_form(tokenizer) -> Encoder:
+    """`tokenizer.encode` as a list, checked against the same encode inside `ids_as_arrays()`
+    (SGLang's form: `array('q')` from the backend's buffer, a path of its own below the
+    tokenizer): the list, or, where the two forms differ, the array's ids, so a wrong array path
+    is a mismatch like any other."""
+    from tokbackend import ids_as_arrays
+
+    def encode(text: str) -> list[int]:
+        ids = tokenizer.encode(text)
+        with ids_as_arrays():
+            as_array = tokenizer.encode(text)
+        return ids if list(as_array) == ids else list(as_array)
+
+    return encode
+
+
 def compare(reference: Encoder, candidate: Encoder, text: str, input_class: str = "text") -> Mismatch | None:
     """None when both encoders give the same ids for `text`, else the mismatch."""
     expected, actual = reference(text), candidate(text)

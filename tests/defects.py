@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from array import array
 
 from tokbackend.backends.gigatoken import GigatokenBackend
 from tokbackend.backends.hf import HFBackend
@@ -20,7 +21,17 @@ from tokbackend.tokenizer import HFReference
 # -- backends ------------------------------------------------------------------------------
 
 
-class DropsAfterDigits(GigatokenBackend):
+class WrongInEveryForm(GigatokenBackend):
+    """Base of the wrong backends: its array form is its (wrong) lists, converted."""
+
+    def encode_array(self, text):
+        return array("q", self.encode(text))
+
+    def encode_batch_arrays(self, texts):
+        return [array("q", ids) for ids in self.encode_batch(texts)]
+
+
+class DropsAfterDigits(WrongInEveryForm):
     """A wrong backend: drops the last token of any text containing a digit."""
 
     name = "drops-after-digits"
@@ -34,7 +45,7 @@ class DropsAfterDigits(GigatokenBackend):
         return self.encode_batch([text])[0]
 
 
-class DropsOnLongTexts(GigatokenBackend):
+class DropsOnLongTexts(WrongInEveryForm):
     """A wrong backend the boot probe cannot see: drops the last token of texts over 8,000
     characters (every probe string is shorter). The live serving gate plants the same class."""
 
@@ -45,6 +56,32 @@ class DropsOnLongTexts(GigatokenBackend):
 
     def encode(self, text):
         return self.encode_batch([text])[0]
+
+
+class ArraysDropAfterDigits(GigatokenBackend):
+    """Right in lists, wrong as arrays (SGLang's form): drops the last id of a text with a digit."""
+
+    name = "arrays-drop-after-digits"
+
+    def encode_array(self, text):
+        return self.encode_batch_arrays([text])[0]
+
+    def encode_batch_arrays(self, texts):
+        rows = super().encode_batch_arrays(texts)
+        return [row[:-1] if row and any(ch.isdigit() for ch in text) else row for text, row in zip(texts, rows)]
+
+
+class ArraysDropOnLongTexts(GigatokenBackend):
+    """Right in lists, wrong as arrays on texts over 8,000 characters (past every probe string)."""
+
+    name = "arrays-drop-on-long-texts"
+
+    def encode_array(self, text):
+        return self.encode_batch_arrays([text])[0]
+
+    def encode_batch_arrays(self, texts):
+        rows = super().encode_batch_arrays(texts)
+        return [row[:-1] if len(text) > 8000 else row for text, row in zip(texts, rows)]
 
 
 class FastButWrong(HFBackend):

@@ -3,9 +3,11 @@ children, forks while another thread holds a lock, and calls during a rebuild.""
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import queue as queue_module
 import threading
+from array import array
 
 import pytest
 from conftest import MIXED_TEXTS, held_by_another_thread
@@ -60,6 +62,37 @@ def test_concurrent_single_and_batch_calls_are_exact(hf_tokenizer, fast_tokenize
 
     _all_exact_from_eight_threads(exact, calls=40, timeout=120)
     assert fast_tokenizer.tokbackend.stats()["fallbacks"].get("backend_error", 0) == backend_errors_before
+
+
+def test_array_and_list_calls_from_eight_threads_are_exact(hf_tokenizer, fast_tokenizer):
+    """Ids as `array('q')` (SGLang's form, a path of its own into the backend) and lists, single
+    and batch, from 8 threads at once: exact, and no call fails inside the backend (gigatoken's
+    single-document call, for one, cannot be entered while another thread's batch call runs)."""
+    expected = [hf_tokenizer.encode(text) for text in MIXED_TEXTS]
+    backend_errors_before = fast_tokenizer.tokbackend.stats()["fallbacks"].get("backend_error", 0)
+
+    def exact(offset: int, call: int) -> bool:
+        index = (offset + call) % len(MIXED_TEXTS)
+        with tokbackend.ids_as_arrays() if offset % 2 else contextlib.nullcontext():
+            if call % 2:
+                return list(fast_tokenizer.encode(MIXED_TEXTS[index])) == expected[index]
+            rows = fast_tokenizer(MIXED_TEXTS[index : index + 3])["input_ids"]
+            return [list(row) for row in rows] == expected[index : index + 3]
+
+    _all_exact_from_eight_threads(exact, calls=60, timeout=120)
+    assert fast_tokenizer.tokbackend.stats()["fallbacks"].get("backend_error", 0) == backend_errors_before
+
+
+def test_the_thread_check_fails_on_an_array_path_that_cannot_be_entered_twice(hf_tokenizer, monkeypatch):
+    """The planted defect: gigatoken's array form through the library's single-document call,
+    which borrows the tokenizer mutably; the check above must see its failures."""
+    from tokbackend.backends.gigatoken import GigatokenBackend
+
+    monkeypatch.setattr(GigatokenBackend, "encode_array", lambda self, text: array("q", self._rust.encode(text)))
+    fast = tokbackend.accelerate(hf_tokenizer, "gigatoken")
+    with pytest.raises(AssertionError):
+        test_array_and_list_calls_from_eight_threads_are_exact(hf_tokenizer, fast)
+    assert fast.tokbackend.stats()["fallbacks"].get("backend_error", 0) > 0
 
 
 def test_ids_stay_exact_across_cache_renewals_under_eight_threads(hf_tokenizer):

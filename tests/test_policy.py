@@ -7,6 +7,7 @@ import copy
 import logging
 import pickle
 import uuid
+from array import array
 
 import pytest
 from conftest import LONG, fast_counts
@@ -84,6 +85,33 @@ def test_batch_uses_the_backend_batch_call(fast_tokenizer, hf_tokenizer):
         type(backend).encode_batch = original
     assert calls == [len(texts)] and len(texts) > 4
     assert ids == hf_tokenizer(texts)["input_ids"]
+
+
+def test_ids_as_arrays_gives_hfs_ids_as_arrays_only_inside(hf_tokenizer, fast_tokenizer):
+    """Inside `ids_as_arrays()` plain-text encodes give `array('q')` rows equal to HF's lists,
+    straight from the backend's buffer (counted as such), with special-token affixes, through the
+    segment cache and for guarded texts; outside, and for what HF answers, lists as always."""
+    marker = uuid.uuid4().hex  # unseen by the segment cache
+    texts = [f"{marker} {index} {text}" for index, text in enumerate(TEXTS)] + [TEXTS[1], "a\u0300\u1ae6 \u017f"]
+    before = fast_tokenizer.tokbackend.stats()
+    with tokbackend.ids_as_arrays():
+        singles = [fast_tokenizer.encode(text) for text in texts]
+        plus = fast_tokenizer(texts[0], add_special_tokens=False)["input_ids"]
+        batch = fast_tokenizer(texts)["input_ids"]
+        tensors = fast_tokenizer(texts[0], return_tensors="np")["input_ids"]
+        pair = fast_tokenizer.encode(texts[0], texts[2])
+    for rows, add in ((singles, True), (batch, True), ([plus], False)):
+        expected = [hf_tokenizer.encode(text, add_special_tokens=add) for text in texts[: len(rows)]]
+        assert [list(row) for row in rows] == expected
+        assert all(type(row) is array and row.typecode == "q" for row in rows)
+    assert tensors.tolist() == [hf_tokenizer.encode(texts[0])]
+    assert_plain_ids(pair, nested=False)  # a pair goes to HF, which gives a list
+    after = fast_tokenizer.tokbackend.stats()
+    as_arrays = after["fast_texts_as_arrays"] - before["fast_texts_as_arrays"]
+    # every text the backend answered inside was answered as an array (return_tensors goes to HF)
+    assert as_arrays == after["fast_texts"] - before["fast_texts"] >= len(texts)
+    assert_plain_ids(fast_tokenizer.encode(texts[0]), nested=False)
+    assert_plain_ids(fast_tokenizer(texts)["input_ids"], nested=True)
 
 
 def test_chat_template_encode_goes_through_the_fast_path(hf_tokenizer, fast_tokenizer):

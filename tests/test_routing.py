@@ -7,7 +7,7 @@ import logging
 
 import pytest
 from conftest import LONG
-from defects import DropsAfterDigits, FastButWrong
+from defects import ArraysDropAfterDigits, DropsAfterDigits, FastButWrong
 from tokenizers import normalizers
 
 import tokbackend
@@ -129,11 +129,13 @@ def test_auto_with_no_exact_candidate_is_a_clear_error(hf_tokenizer, fresh_auto_
 # -- the boot probe, and no exact backend -----------------------------------------------------
 
 
-def test_probe_turns_a_wrong_backend_off(fresh_pair, caplog, register_for_test):
-    register_for_test("drops-after-digits", DropsAfterDigits)
+@pytest.mark.parametrize("defect", [DropsAfterDigits, ArraysDropAfterDigits], ids=["lists", "arrays"])
+def test_probe_turns_a_wrong_backend_off(fresh_pair, caplog, register_for_test, defect):
+    """Wrong in lists, or only in the `array('q')` form SGLang's requests take."""
+    register_for_test(defect.name, defect)
     hf, _ = fresh_pair
     with caplog.at_level(logging.ERROR, logger="tokbackend"):
-        fast = tokbackend.accelerate(hf, backend="drops-after-digits")
+        fast = tokbackend.accelerate(hf, backend=defect.name)
     assert not fast.tokbackend.fast_path_enabled
     assert any("disagrees with HuggingFace" in record.getMessage() for record in caplog.records)
     text = "room 101"

@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 import pytest
-from defects import DropsAfterDigits
+from defects import ArraysDropOnLongTexts, DropsAfterDigits
 from tokenizers import normalizers
 
 import tokbackend
@@ -58,6 +58,18 @@ def test_verify_exits_1_with_a_minimal_example_on_a_wrong_backend(register_for_t
     output = "\n".join(lines)
     assert "[digit_runs] input '0'" in output or "input '1'" in output
     assert "first difference at index" in output
+
+
+def test_verify_exits_1_when_only_the_array_form_is_wrong(register_for_test):
+    """A backend right in lists and wrong as `array('q')` (SGLang's form) on texts past every
+    probe string: the properties compare both forms, so the long-prompt class must fail."""
+    register_for_test("arrays-drop-on-long-texts", ArraysDropOnLongTexts)
+    lines: list[str] = []
+    report = verify_model(
+        "qwen3", backend="arrays-drop-on-long-texts", examples=3, only={"properties"}, announce=lines.append, progress=False
+    )
+    assert report.exit_code == EXIT_MISMATCH
+    assert "[long_prompts]" in "\n".join(lines)
 
 
 def test_verify_exits_1_when_the_fast_path_silently_answers_nothing(monkeypatch, capsys):

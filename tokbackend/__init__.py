@@ -12,7 +12,7 @@ from tokbackend.loading import DEFAULT_MODEL, ModelNotFoundError, load, load_hf
 from tokbackend.options import AccelerationOptions
 from tokbackend.policy import FallbackReason
 from tokbackend.state import AccelerationState
-from tokbackend.tokenizer import AcceleratedTokenizerMixin, accelerate
+from tokbackend.tokenizer import AcceleratedTokenizerMixin, accelerate, ids_as_arrays
 from tokbackend.version import VERSION as __version__
 
 __all__ = [
@@ -28,6 +28,7 @@ __all__ = [
     "__version__",
     "accelerate",
     "available_backends",
+    "ids_as_arrays",
     "load",
     "load_hf",
     "register_backend",

@@ -12,6 +12,8 @@ import dataclasses
 import time
 from typing import TYPE_CHECKING
 
+from tokbackend.backends.arrays import encode_batch_arrays
+
 if TYPE_CHECKING:
     from tokbackend.backends import EncodeBackend
     from tokbackend.guard import UnicodeGuard
@@ -84,12 +86,16 @@ def run_probe(backend: EncodeBackend, reference: Reference, guard: UnicodeGuard)
     hf_ids = reference.hf_ids(strings)
     mismatch = None
     try:
-        backend_ids = backend.encode_batch(strings)
+        # both forms the lane serves: lists, and `array('q')` rows (a path of its own in a backend)
+        answers = (backend.encode_batch(strings), [list(row) for row in encode_batch_arrays(backend, strings)])
     except Exception as error:  # a backend that cannot encode edge strings is not exact either
         return ProbeResult(len(strings), time.perf_counter() - started, ProbeMismatch(f"<backend raised {error!r}>", [], []))
-    for text, ours, theirs in zip(strings, backend_ids, hf_ids):
-        if ours != theirs:
-            mismatch = ProbeMismatch(text, ours, theirs)
+    for backend_ids in answers:
+        mismatch = next(
+            (ProbeMismatch(text, ours, theirs) for text, ours, theirs in zip(strings, backend_ids, hf_ids) if ours != theirs),
+            None,
+        )
+        if mismatch is not None:
             break
     return ProbeResult(len(strings), time.perf_counter() - started, mismatch)
 

@@ -13,6 +13,7 @@ with.
 from __future__ import annotations
 
 import logging
+from array import array
 from typing import Any
 
 from tokbackend.backends import EncodeBackend
@@ -188,12 +189,18 @@ class AccelerationState:
     # -- answering ----------------------------------------------------------------------------
 
     def answer(
-        self, reference: Reference, texts: list[str], add_special_tokens: bool, truncation: Truncation | None
-    ) -> list[list[int]] | None:
+        self,
+        reference: Reference,
+        texts: list[str],
+        add_special_tokens: bool,
+        truncation: Truncation | None,
+        arrays: bool = False,
+    ) -> list[list[int]] | list[array] | None:
         """Ids for plain texts, or None after recording why HuggingFace must answer the call.
 
         truncation: a text may have at most `truncation.max_length` ids; a call in which any
         text would be cut goes to HuggingFace, which truncates on the tokenizer's side.
+        arrays: each text's ids as `array('q')` rather than a list (`tokbackend.backends.arrays`).
         """
         build, seen = self._serving
         if reference.fingerprint() != seen:
@@ -210,10 +217,19 @@ class AccelerationState:
             return None
         try:
             segments, routing = build.segments, build.routing
-            if segments is not None and segments.cache.consulted(len(texts)):
+            # The cache holds lists (what its other callers want). For array ids it is worth its
+            # conversion only where a text has pieces to reuse: one without an added token could
+            # only be a whole repeat, which a fresh encode answers in about the conversion's time.
+            if (
+                segments is not None
+                and (not arrays or any(map(segments.splitter.finds_token, texts)))
+                and segments.cache.consulted(len(texts))
+            ):
                 ids, answered_by_hf = encode_through_cache(texts, segments.splitter, segments.cache, routing, reference.hf_ids)
+                if arrays:  # the cache holds lists (its other callers want lists): one conversion
+                    ids = [array("q", sequence) for sequence in ids]
             else:
-                ids, guarded = routing.encode(texts, reference.hf_ids)
+                ids, guarded = routing.encode(texts, reference.hf_ids, arrays=arrays)
                 answered_by_hf = len(guarded)
         except Exception as error:
             # Bad input (a lone surrogate, say) must fail exactly as HuggingFace fails on it.
@@ -223,9 +239,9 @@ class AccelerationState:
         if answered_by_hf:
             self.record_fallback(FallbackReason.UNICODE_GUARD, texts=answered_by_hf)
         if len(texts) > answered_by_hf:  # only what the backend answered counts as fast
-            self.counters.record_fast(len(texts) - answered_by_hf)
+            self.counters.record_fast(len(texts) - answered_by_hf, arrays)
         if add_special_tokens and (affixes[0] or affixes[1]):
-            prefix, suffix = affixes
+            prefix, suffix = (array("q", affix) for affix in affixes) if arrays else affixes
             ids = [prefix + sequence + suffix for sequence in ids]
         if truncation is not None and any(len(sequence) > truncation.max_length for sequence in ids):
             self.record_fallback(FallbackReason.TRUNCATION, f"more than max_length={truncation.max_length} ids", texts=len(texts))

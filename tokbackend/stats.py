@@ -19,13 +19,16 @@ class AccelerationStats:
         self._lock = fork_safe_lock(self, "_lock")
         self._fast_calls = 0
         self._fast_texts = 0
+        self._fast_texts_as_arrays = 0
         self._fallbacks: Counter[str] = Counter()
 
-    def record_fast(self, texts: int) -> None:
-        """Count one call in which the backend answered `texts` texts."""
+    def record_fast(self, texts: int, as_arrays: bool = False) -> None:
+        """Count one call in which the backend answered `texts` texts (as `array('q')`s, or lists)."""
         with self._lock:
             self._fast_calls += 1
             self._fast_texts += texts
+            if as_arrays:
+                self._fast_texts_as_arrays += texts
 
     def record_fallback(
         self, reason: FallbackReason, model: str, backend: str, cause: BaseException | str | None = None, texts: int = 1
@@ -54,5 +57,6 @@ class AccelerationStats:
             return {
                 "fast_calls": self._fast_calls,
                 "fast_texts": self._fast_texts,
+                "fast_texts_as_arrays": self._fast_texts_as_arrays,
                 "fallbacks": dict(self._fallbacks),
             }

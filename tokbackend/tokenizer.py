@@ -41,6 +41,24 @@ if TYPE_CHECKING:
 _hf_only = contextvars.ContextVar("tokbackend_hf_only", default=False)
 
 
+# Set by a caller that turns the ids of its encodes into `array('q')` at once (SGLang's tokenizer
+# manager: `tokbackend.integrations.sglang`): inside, fast-path ids come as such arrays, built
+# from the backend's own buffer, instead of lists of Python ints the caller would throw away.
+_ids_as_arrays = contextvars.ContextVar("tokbackend_ids_as_arrays", default=False)
+
+
+@contextlib.contextmanager
+def ids_as_arrays() -> Iterator[None]:
+    """Plain-text encodes through accelerated tokenizers inside give `array('q')` ids, for a
+    caller that stores them so; anything HuggingFace answers keeps its lists. Only for code
+    that converts every id sequence it gets with `array("q", ids)` before anything else reads it."""
+    token = _ids_as_arrays.set(True)
+    try:
+        yield
+    finally:
+        _ids_as_arrays.reset(token)
+
+
 @contextlib.contextmanager
 def _handed_to_hf() -> Iterator[None]:
     """HuggingFace answers whatever is called inside (our overrides step aside)."""
@@ -89,7 +107,7 @@ class AcceleratedTokenizerMixin:
             and type(text) is str
             and not _hf_only.get()
         ):
-            ids = self._tokbackend_answer(text, text_pair, add_special_tokens, {})
+            ids = self._tokbackend_answer(text, text_pair, add_special_tokens, {}, _ids_as_arrays.get())
             if ids is not None:
                 self._eventual_warn_about_too_long_sequence(ids[0], None, True)
                 return ids[0]
@@ -101,14 +119,18 @@ class AcceleratedTokenizerMixin:
 
     def _encode_plus(self, text, text_pair=None, add_special_tokens=True, **kwargs):
         if not _hf_only.get():
-            ids = self._tokbackend_answer(text, text_pair, add_special_tokens, kwargs)
+            arrays = _ids_as_arrays.get() and kwargs.get("return_tensors") is None
+            ids = self._tokbackend_answer(text, text_pair, add_special_tokens, kwargs, arrays)
             if ids is not None:
                 return self._batch_encoding(text, ids, add_special_tokens, kwargs)
         with _handed_to_hf():
             return super()._encode_plus(text, text_pair, add_special_tokens, **kwargs)
 
-    def _tokbackend_answer(self, text, text_pair, add_special_tokens, kwargs: dict[str, Any]) -> list[list[int]] | None:
-        """The backend's ids for this call, or None after recording why HuggingFace answers it."""
+    def _tokbackend_answer(
+        self, text, text_pair, add_special_tokens, kwargs: dict[str, Any], arrays: bool = False
+    ) -> list[list[int]] | None:
+        """The backend's ids for this call (as `array('q')`s with `arrays`), or None after
+        recording why HuggingFace answers it."""
         state = self._tokbackend
         defaults = TokenizerDefaults(self.split_special_tokens, "token_type_ids" in self.model_input_names, self.truncation_side)
         reason = fast_path_reason(text, text_pair, add_special_tokens, kwargs, defaults)
@@ -116,7 +138,8 @@ class AcceleratedTokenizerMixin:
             state.record_fallback(reason, ", ".join(unknown_kwargs(kwargs)) if reason is FallbackReason.UNKNOWN_KWARG else None)
             return None
         texts = [text] if type(text) is str else list(text)
-        return state.answer(self._tokbackend_reference, texts, add_special_tokens, truncation_of(kwargs) if kwargs else None)
+        truncation = truncation_of(kwargs) if kwargs else None
+        return state.answer(self._tokbackend_reference, texts, add_special_tokens, truncation, arrays)
 
     def tokenize(self, *args, **kwargs):
         # HF's tokenize() reads token strings off `tokenizers.Encoding` objects, which only

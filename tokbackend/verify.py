@@ -315,7 +315,7 @@ def _added_tokens(hf) -> list[str]:
 def _properties(report, hf, accelerated, profile, examples, seed, quick, announce, progress) -> None:
     from hypothesis import settings
 
-    from equivalence.differential import find_mismatch
+    from equivalence.differential import find_mismatch, in_every_form
     from equivalence.strategies import input_classes
 
     base = _base_settings(profile, examples, quick)
@@ -330,7 +330,7 @@ def _properties(report, hf, accelerated, profile, examples, seed, quick, announc
             # Long prompts cost ~100 ms of HF time each: a handful proves the point.
             class_settings = settings(base, max_examples=min(base.max_examples, 5)) if name == "long_prompts" else base
             class_settings = settings(class_settings, derandomize=False) if seed else class_settings
-            mismatch = find_mismatch(hf.encode, accelerated.encode, strategy(), name, class_settings, seed or None)
+            mismatch = find_mismatch(hf.encode, in_every_form(accelerated), strategy(), name, class_settings, seed or None)
             if mismatch is not None:
                 mismatches.append(mismatch)
                 announce(mismatch.report())

@@ -99,6 +99,9 @@ class EncodeBackend(Protocol):
         """Backend-specific counters for `tokenizer.tokbackend.stats()`."""
         ...
 
+    # Optional: `encode_array(text)` and `encode_batch_arrays(texts)`, the same ids as
+    # `array('q')`, built from the backend's own buffer (see tokbackend.backends.arrays).
+
     def prepare(self) -> None:
         """Work that makes the first calls fast (a warm-up, a spare instance); run once on a
         background thread after the lane is built and probed, so that it never delays start-up.

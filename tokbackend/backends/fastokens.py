@@ -24,6 +24,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
+from tokbackend.backends.arrays import little_endian_uint32, split_uint32
 from tokbackend.backends.base import import_library, loading_tokenizer_json, panics_as_errors
 from tokbackend.backends.warmup import builtin_texts
 
@@ -70,6 +73,15 @@ class FastokensBackend:
     def encode_batch(self, texts: list[str]) -> list[list[int]]:
         with panics_as_errors("fastokens"):
             return [encoding.ids for encoding in self._rust.encode_batch(texts)]
+
+    def encode_array(self, text: str) -> array.array:
+        return self.encode_batch_arrays([text])[0]
+
+    def encode_batch_arrays(self, texts: list[str]) -> list[array.array]:
+        # the flat buffer: no Python ints at all
+        with panics_as_errors("fastokens"):
+            ids_buffer, offsets_buffer = self._rust.encode_batch_flat(texts)
+        return split_uint32(little_endian_uint32(ids_buffer), np.frombuffer(offsets_buffer, dtype="<u8"))
 
     def stats(self) -> dict[str, Any]:
         return {"fastokens_single_form": self.single_form}

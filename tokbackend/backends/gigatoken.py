@@ -13,8 +13,12 @@ every distinct pretoken without bound (`grows_without_bound`: served through
 from __future__ import annotations
 
 import dataclasses
+from array import array
 from typing import Any
 
+import numpy as np
+
+from tokbackend.backends.arrays import split_uint32
 from tokbackend.backends.base import import_library, loading_tokenizer_json, panics_as_errors
 from tokbackend.backends.forking import in_forked_child
 from tokbackend.backends.warmup import builtin_texts
@@ -58,6 +62,21 @@ class GigatokenBackend:
 
     def encode_batch(self, texts: list[str]) -> list[list[int]]:
         return self._call(texts, parallel=len(texts) > 1 and not in_forked_child())
+
+    def encode_array(self, text: str) -> array:
+        # Not the library's single-document `encode` (a uint32 buffer too): it borrows the
+        # tokenizer mutably, and fails with "Already borrowed" while another thread's batch call
+        # runs (1.6M failures in 4 s of three threads, measured); `encode_batch` does not.
+        return self._arrays([text], parallel=False)[0]
+
+    def encode_batch_arrays(self, texts: list[str]) -> list[array]:
+        return self._arrays(texts, parallel=len(texts) > 1 and not in_forked_child())
+
+    def _arrays(self, texts: list[str], parallel: bool) -> list[array]:
+        # one flat uint32 buffer and its offsets (an awkward array's layout): no Python ints
+        with panics_as_errors("gigatoken"):
+            layout = self._rust.encode_batch(texts, parallel=parallel).layout
+        return split_uint32(np.asarray(layout.content.data), np.asarray(layout.offsets.data))
 
     def stats(self) -> dict[str, Any]:
         return {}

@@ -23,9 +23,11 @@ import ctypes
 import os
 import threading
 import time
+from array import array
 from collections.abc import Callable
 from typing import Any
 
+from tokbackend.backends.arrays import encode_array, encode_batch_arrays
 from tokbackend.backends.base import EncodeBackend
 from tokbackend.backends.forking import fork_safe_lock
 
@@ -84,6 +86,12 @@ class RenewingBackend:
 
     def encode_batch(self, texts: list[str]) -> list[list[int]]:
         return self._measured(lambda backend: backend.encode_batch(texts))
+
+    def encode_array(self, text: str) -> array:
+        return self._measured(lambda backend: encode_array(backend, text))
+
+    def encode_batch_arrays(self, texts: list[str]) -> list[array]:
+        return self._measured(lambda backend: encode_batch_arrays(backend, texts))
 
     def stats(self) -> dict[str, Any]:
         return {

@@ -14,6 +14,8 @@ system, 0.5.11 on, that run on the torch versions users have). `register()`:
 - wraps `get_tokenizer` and `get_processor` (SGLang's hook registry patches every module that
   imported them): with one of those values they load the HuggingFace tokenizer as
   usual and return `tokbackend.accelerate()` of it, logging one line per process;
+- around `TokenizerManager._tokenize_texts`, whose ids SGLang turns into `array("q")` for the
+  scheduler, asks the accelerated tokenizer for such arrays directly (`tokbackend.ids_as_arrays`);
 - points multi-tokenizer HTTP workers (`--tokenizer-worker-num > 1`), which SGLang starts
   without calling `load_plugins()`, at `tokbackend.integrations.sglang_app`, which calls it
   before loading SGLang's app: through `SGLANG_HTTP_SERVER_APP_PATH` (0.5.23) and a hook around
@@ -34,6 +36,7 @@ import logging
 import os
 
 from tokbackend.integrations.common import DEFAULT_FLAG_VALUE, accelerate_for_server, backend_for_flag, flag_values
+from tokbackend.tokenizer import ids_as_arrays
 
 logger = logging.getLogger("tokbackend")
 
@@ -47,6 +50,7 @@ TARGETS = {
     "get_tokenizer": "sglang.srt.utils.hf_transformers.tokenizer.get_tokenizer",
     "get_processor": "sglang.srt.utils.hf_transformers.processor.get_processor",
     "uvicorn_run": "uvicorn.run",
+    "tokenize_texts": "sglang.srt.managers.tokenizer_manager.TokenizerManager._tokenize_texts",
 }
 
 
@@ -59,6 +63,7 @@ def register() -> None:
         "get_tokenizer": _around_get_tokenizer,
         "get_processor": _around_get_processor,
         "uvicorn_run": _around_uvicorn_run,
+        "tokenize_texts": _around_tokenize_texts,
     }
     for name, hook in hooks.items():
         try:
@@ -103,6 +108,19 @@ def _around_uvicorn_run(original, app, *args, **kwargs):
     if app == SGLANG_DEFAULT_APP_PATH and (kwargs.get("workers") or 1) > 1:
         app = TOKBACKEND_APP_PATH
     return original(app, *args, **kwargs)
+
+
+async def _around_tokenize_texts(original, manager, *args, **kwargs):
+    """The tokenizer manager's one tokenizer call for text prompts. What it returns goes through
+    `_validate_one_request` (len, `del ids[n:]`) to `_create_tokenized_object`, which makes
+    `array("q", ids)` of it for the scheduler (every release from 0.5.13 to 0.5.23): ids that are
+    such arrays already, straight from the backend's buffer, skip the Python ints in between.
+    Not for multimodal models, whose processor may read the ids first; chat, which encodes
+    elsewhere, and anything HuggingFace answers keep lists."""
+    if getattr(manager, "mm_processor", None) is not None:
+        return await original(manager, *args, **kwargs)
+    with ids_as_arrays():
+        return await original(manager, *args, **kwargs)
 
 
 def _around_get_tokenizer(original, *args, **kwargs):

@@ -9,10 +9,13 @@ the backend.
 from __future__ import annotations
 
 import dataclasses
+import functools
+from array import array
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from tokbackend.backends import EncodeBackend, backend_class
+from tokbackend.backends.arrays import encode_array, encode_batch_arrays
 from tokbackend.backends.renewal import RenewingBackend
 from tokbackend.cache import cache_dir
 from tokbackend.guard import UnicodeGuard, load_guard
@@ -55,26 +58,32 @@ class Routing:
         """The distinct lanes, single-text lane first."""
         return [self.single] if self.batch is self.single else [self.single, self.batch]
 
-    def encode(self, texts: list[str], hf_ids: HFIds, one_by_one: bool = False) -> tuple[list[list[int]], set[int]]:
+    def encode(
+        self, texts: list[str], hf_ids: HFIds, one_by_one: bool = False, arrays: bool = False
+    ) -> tuple[list[list[int]] | list[array], set[int]]:
         """(ids of each text, indexes of the texts the Unicode guard sent to HuggingFace): the
         lane's backend answers the others in one call (single-text lane for one text, batch lane
-        else), or, with `one_by_one` and at most `FEW_TEXTS` texts, one single-lane call each."""
+        else), or, with `one_by_one` and at most `FEW_TEXTS` texts, one single-lane call each.
+        With `arrays`, every text's ids are an `array('q')` (from the backend's own buffer)."""
         few = len(texts) == 1 or (one_by_one and len(texts) <= FEW_TEXTS)
         lane = self.single if few else self.batch
         guarded = {index for index, text in enumerate(texts) if lane.guard.needs_hf(text)}
         rest = [index for index in range(len(texts)) if index not in guarded]
-        ids: list[list[int]] = [[] for _ in texts]
+        ids: list = [None] * len(texts)
         if rest:
+            backend = lane.backend
             if few:
-                answered = [lane.backend.encode(texts[index]) for index in rest]
+                one = functools.partial(encode_array, backend) if arrays else backend.encode
+                answered = [one(texts[index]) for index in rest]
             else:
-                answered = lane.backend.encode_batch([texts[index] for index in rest])
+                rest_texts = [texts[index] for index in rest]
+                answered = encode_batch_arrays(backend, rest_texts) if arrays else backend.encode_batch(rest_texts)
             for index, sequence in zip(rest, answered):
                 ids[index] = sequence
         if guarded:
             order = sorted(guarded)
             for index, sequence in zip(order, hf_ids([texts[i] for i in order])):
-                ids[index] = sequence
+                ids[index] = array("q", sequence) if arrays else sequence
         return ids, guarded
 
 

@@ -1,0 +1,46 @@
+"""Ids as `array('q')`, for callers that store them so (SGLang's tokenizer manager turns every
+prompt into `array("q", input_ids)` before it goes to the scheduler).
+
+A backend may answer in that form straight from its own buffer (`encode_array`,
+`encode_batch_arrays`: gigatoken's and fastokens' uint32 buffers, widened once), which skips the
+Python ints a list would need and that the caller would throw away; for one that cannot,
+`encode_array` and `encode_batch_arrays` below convert its lists. Both give the same ids.
+"""
+
+from __future__ import annotations
+
+from array import array
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from tokbackend.backends.base import EncodeBackend
+
+
+def split_uint32(ids: np.ndarray, offsets: np.ndarray) -> list[array]:
+    """One `array('q')` per row of a flat uint32 buffer whose row `i` is `ids[offsets[i]:offsets[i + 1]]`."""
+    wide = ids.astype(np.int64)
+    rows = []
+    for start, end in zip(offsets[:-1].tolist(), offsets[1:].tolist()):
+        row = array("q")
+        row.frombytes(memoryview(wide[start:end]).cast("B"))
+        rows.append(row)
+    return rows
+
+
+def little_endian_uint32(buffer: bytes) -> np.ndarray:
+    """A little-endian uint32 buffer as numpy ids (widening later converts the byte order where needed)."""
+    return np.frombuffer(buffer, dtype="<u4")
+
+
+def encode_array(backend: EncodeBackend, text: str) -> array:
+    """`backend`'s ids for one text as `array('q')`."""
+    own = getattr(backend, "encode_array", None)
+    return own(text) if own is not None else array("q", backend.encode(text))
+
+
+def encode_batch_arrays(backend: EncodeBackend, texts: list[str]) -> list[array]:
+    """`backend`'s ids for many texts, each as `array('q')`."""
+    own = getattr(backend, "encode_batch_arrays", None)
+    return own(texts) if own is not None else [array("q", ids) for ids in backend.encode_batch(texts)]
