@@ -1,0 +1,106 @@
+"""A fresh replica's start-up: `tokbackend.accelerate()` against HF's own `from_pretrained` of the
+same tokenizer, in a fresh process with an empty cache, for built-in models and models of other
+families, with `auto` and with `gigatoken`, with the shipped guard records and without them (as
+for a pipeline we do not ship: the guard is derived at start-up).
+
+  python bench/boot.py [--json bench/boot.json]
+
+"ready" is `accelerate()` returning plus the first encode of a non-ASCII text, answered by the
+backend; the ratio is ready / HF's load, both in the same process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+MODELS = ("qwen3.6", "qwen3", "llama3", "deepseek-v3", "gpt-oss")
+TEXT = "Ready? 毕老师说：naïve café, Привет, 🤖 1234"
+
+CHILD = r"""
+import json, sys, time
+from pathlib import Path
+directory, mode, shipped, output = sys.argv[1:5]
+import transformers  # imports are not start-up work of either side
+from transformers import AutoTokenizer
+import tokbackend
+from tokbackend.guard import records
+if shipped == "no":
+    records.SHIPPED_RECORDS = Path(directory) / "no-shipped-records"
+started = time.perf_counter()
+hf = AutoTokenizer.from_pretrained(directory, local_files_only=True)
+hf_s = time.perf_counter() - started
+plain = AutoTokenizer.from_pretrained(directory, local_files_only=True)
+started = time.perf_counter()
+fast = tokbackend.accelerate(plain, mode)
+accelerate_s = time.perf_counter() - started
+ids = fast.encode(TEXT)
+ready_s = time.perf_counter() - started
+stats = fast.tokbackend.stats()
+Path(output).write_text(json.dumps({
+    "hf_load_s": hf_s, "accelerate_s": accelerate_s, "ready_s": ready_s,
+    "fast_path_answered": stats["fast_texts"] == 1, "ids_equal_hf": ids == hf.encode(TEXT),
+    "backend": (stats["routing"] or {}).get("single"),
+    "guard": stats["guard"],
+}))
+""".replace("TEXT", repr(TEXT))
+
+
+def model_dirs(work: Path) -> dict[str, Path]:
+    """Each model's tokenizer files in a directory of its own (built once, before any timing)."""
+    import tokbackend
+    from equivalence.families import build_family
+
+    dirs = {}
+    for name in MODELS:
+        directory = work / name
+        if name in ("qwen3.6", "qwen3"):
+            shutil.copytree(tokbackend.loading.resolve_model(name), directory)
+        else:
+            build_family(name, "real").save_pretrained(directory)
+        dirs[name] = directory
+    return dirs
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", type=Path)
+    parser.add_argument("--models", nargs="*", default=list(MODELS))
+    arguments = parser.parse_args()
+    rows = []
+    with tempfile.TemporaryDirectory() as work:
+        dirs = model_dirs(Path(work))
+        for name in arguments.models:
+            for mode in ("auto", "gigatoken"):
+                for shipped in ("yes", "no"):
+                    cache = Path(work) / "cache"
+                    shutil.rmtree(cache, ignore_errors=True)  # every child starts on an empty cache
+                    output = Path(work) / "out.json"
+                    environment = {**os.environ, "TOKBACKEND_CACHE_DIR": str(cache), "HF_HUB_OFFLINE": "1"}
+                    environment.pop("TOKBACKEND_GUARD_DIR", None)
+                    command = [sys.executable, "-c", CHILD, str(dirs[name]), mode, shipped, str(output)]
+                    subprocess.run(command, env=environment, check=True, timeout=900, cwd=ROOT)
+                    row = {"model": name, "mode": mode, "shipped_records": shipped, **json.loads(output.read_text())}
+                    row["ratio"] = row["ready_s"] / row["hf_load_s"]
+                    rows.append(row)
+                    print(
+                        f"{name:<12} {mode:<9} shipped records: {shipped:<3} HF {row['hf_load_s']:.2f} s, "
+                        f"ready {row['ready_s']:.2f} s ({row['ratio']:.2f}x HF) on {row['backend']}, "
+                        f"fast path {row['fast_path_answered']}, ids equal {row['ids_equal_hf']}",
+                        flush=True,
+                    )
+    if arguments.json:
+        arguments.json.write_text(json.dumps({"cpu_count": os.cpu_count(), "rows": rows}, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()

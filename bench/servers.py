@@ -1,0 +1,437 @@
+"""Speed where users see it: requests through SGLang's and vLLM's own code on the CPU, from the
+request to what the server hands its scheduler or engine core, per tokenizer configuration.
+
+SGLang (the real `TokenizerManager` and `OpenAIServingChat`): `_tokenize_one_request` gives the
+`TokenizedGenerateReqInput` (ids as `array('q')`) that goes to the scheduler. vLLM (the real
+`OnlineRenderer` and `InputProcessor`): the `EngineCoreRequest`'s prompt ids. Workloads:
+
+  request_32k   one /generate (vLLM: /v1/completions) of a ~32k-token prompt, median of distinct ones
+  burst_40      40 such requests arriving together, as the server processes them by default
+                (SGLang: one after another on the tokenizer manager's loop; vLLM: the renderer's pool)
+  batch_40      SGLang only: the same 40 as one batch request through `_batch_tokenize_and_process`
+                (what `--enable-tokenizer-batch-encode` runs)
+  agent_chat    a growing agent conversation (tool calls and results, ~2.5k tokens a turn, to ~32k
+                tokens): each turn's chat request, render and encode included; median of the turns
+
+Each configuration runs in a process of its own (SGLang's fastokens option and VLLM_USE_FASTOKENS
+patch the whole process); the ids of every request are hashed and checked against plain
+HuggingFace, computed in the driver. Run in the venvs .ci/run builds (README "SGLang", "vLLM"):
+
+  .venv-sglang/bin/python bench/servers.py sglang [--json bench/servers-sglang.json]
+  .venv-vllm/bin/python bench/servers.py vllm [--json bench/servers-vllm.json]
+  python bench/servers.py table bench/servers-sglang.json bench/servers-vllm.json [--chart bench/servers.png]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+MODEL = "qwen3"
+CHARS_32K = 125_000  # ~32k tokens of the corpus's mixed text on Qwen3
+SYSTEM = "You are a coding agent. Use the tools to inspect and change the repository."
+# (mode name, environment): stock, the server's own fast option, tokbackend's modes
+SGLANG_MODES = {"huggingface": {}, "fastokens": {}, "gigatoken": {}, "tokbackend-auto": {}, "raw-fastokens": {}}
+VLLM_MODES = {"hf": {}, "hf+VLLM_USE_FASTOKENS": {"VLLM_USE_FASTOKENS": "1"}, "gigatoken": {}, "tokbackend-auto": {}}
+STOCK = {"sglang": "huggingface", "vllm": "hf"}
+OPTION = {"sglang": "fastokens", "vllm": "hf+VLLM_USE_FASTOKENS"}
+
+
+# -- inputs, the same in every process ---------------------------------------------------------
+
+
+def texts_32k(offset: int, count: int) -> list[str]:
+    from equivalence.corpus import prompt_text
+
+    return [prompt_text(1_000 + offset + index, CHARS_32K, "mixed") for index in range(count)]
+
+
+def agent_conversation(turns: int) -> list[list[dict]]:
+    """The message list of each turn of one growing agent conversation."""
+    from equivalence.corpus import prompt_text
+
+    messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt_text(7, 4000, "prose")}]
+    requests = []
+    for turn in range(turns):
+        call = json.dumps({"name": "read_file", "arguments": {"path": f"src/module_{turn}.py"}})
+        messages = messages + [
+            {
+                "role": "assistant",
+                "content": f"<think>\nturn {turn}: read the next file\n</think>\n<tool_call>\n{call}\n</tool_call>",
+            },
+            {"role": "tool", "content": prompt_text(2_000 + turn, 10_000, "code")},
+        ]
+        requests.append(messages)
+    return requests
+
+
+def turns_measured(times: list[float], ids: list) -> dict:
+    return {"ms": statistics.median(times) * 1e3, "last_turn_ms": times[-1] * 1e3, "ids": [digest(row) for row in ids]}
+
+
+def digest(ids) -> str:
+    return hashlib.sha256(json.dumps([int(token) for token in ids]).encode()).hexdigest()[:16]
+
+
+def model_dir() -> str:
+    """The built-in Qwen3 tokenizer plus a tiny config (no weights: nothing runs the model)."""
+    import tokbackend
+
+    directory = Path(tempfile.mkdtemp(prefix="servers-bench-"))
+    for path in Path(tokbackend.loading.resolve_model(MODEL)).iterdir():
+        shutil.copy(path, directory / path.name)
+    hf = tokbackend.load_hf(MODEL)
+    config = {
+        "architectures": ["Qwen3ForCausalLM"],
+        "model_type": "qwen3",
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "head_dim": 16,
+        "num_hidden_layers": 1,
+        "vocab_size": -(-len(hf) // 128) * 128,
+        "max_position_embeddings": 131072,
+        "rms_norm_eps": 1e-6,
+        "rope_theta": 1000000.0,
+        "torch_dtype": "bfloat16",
+        "tie_word_embeddings": True,
+        "eos_token_id": hf.eos_token_id,
+        "transformers_version": "5.19.0",
+    }
+    (directory / "config.json").write_text(json.dumps(config))
+    return str(directory)
+
+
+# -- SGLang --------------------------------------------------------------------------------------
+
+
+def sglang_one(mode: str, directory: str, arguments) -> dict:
+    from sglang.srt.entrypoints import engine
+    from sglang.srt.managers.io_struct import GenerateReqInput
+    from sglang.srt.managers.tokenizer_manager import TokenizerManager
+    from sglang.srt.plugins import load_plugins
+    from sglang.srt.server_args import PortArgs, ServerArgs
+
+    load_plugins()
+    server_args = ServerArgs(model_path=directory, tokenizer_backend=mode, device="cpu", skip_server_warmup=True)
+    if hasattr(server_args, "resolve_once"):  # 0.5.19 on
+        server_args.resolve_once()
+    server_args.check_server_args()
+    engine.resolve_auto_parsers(server_args)
+    if hasattr(engine, "publish"):  # 0.5.18 on
+        engine.publish(server_args, role="tokenizer")
+    manager = TokenizerManager(server_args, PortArgs.init_new(server_args))
+
+    def request(text):
+        return GenerateReqInput(text=text, sampling_params={"max_new_tokens": 1, "temperature": 0})
+
+    async def tokenize(obj, batch: int | None = None):
+        obj.normalize_batch_and_arguments()
+        items = [obj] if batch is None else [obj[index] for index in range(batch)]
+        for item in items:
+            manager._init_req_state(item)
+        try:
+            if batch is None:
+                return [await manager._tokenize_one_request(obj)]
+            return await manager._batch_tokenize_and_process(batch, obj)
+        finally:
+            manager.rid_to_state.clear()
+
+    async def run() -> dict:
+        out: dict = {}
+        await tokenize(request(texts_32k(900, 1)[0]))  # warm-up: first long encode, thread pools
+        times, ids = [], []
+        for text in texts_32k(0, arguments.repeat):
+            started = time.perf_counter()
+            (tokenized,) = await tokenize(request(text))
+            times.append(time.perf_counter() - started)
+            ids.append(tokenized.input_ids)
+        out["request_32k"] = {"ms": statistics.median(times) * 1e3, "ids": [digest(row) for row in ids]}
+        out["ids_type"] = f"{type(ids[0]).__name__}"
+        burst = texts_32k(100, 40)
+        started = time.perf_counter()
+        answered = await asyncio.gather(*(tokenize(request(text)) for text in burst))
+        out["burst_40"] = {"ms": (time.perf_counter() - started) * 1e3, "ids": [digest(item[0].input_ids) for item in answered]}
+        batch = texts_32k(200, 40)
+        started = time.perf_counter()
+        answered = await tokenize(request(batch), batch=len(batch))
+        out["batch_40"] = {"ms": (time.perf_counter() - started) * 1e3, "ids": [digest(item.input_ids) for item in answered]}
+        if "agent_chat" not in arguments.workloads:
+            return out | described(manager.tokenizer)
+        from sglang.srt.entrypoints.openai.protocol import ChatCompletionRequest
+        from sglang.srt.entrypoints.openai.serving_chat import OpenAIServingChat
+        from sglang.srt.parser.template_manager import TemplateManager
+
+        templates = TemplateManager()
+        templates.initialize_templates(manager, model_path=directory)
+        chat = OpenAIServingChat(manager, templates)
+        times, ids = [], []
+        try:
+            for messages in agent_conversation(arguments.turns):
+                chat_request = ChatCompletionRequest(model="m", messages=messages, max_tokens=1)
+                started = time.perf_counter()
+                adapted, _ = chat._convert_to_internal_request(chat_request, None)
+                (tokenized,) = await tokenize(adapted)
+                times.append(time.perf_counter() - started)
+                ids.append(tokenized.input_ids)
+        except Exception as error:  # what the server would answer with a 500
+            out["agent_chat"] = {"error": f"{type(error).__name__}: {error}"}
+        else:
+            out["agent_chat"] = turns_measured(times, ids)
+        return out | described(manager.tokenizer)
+
+    return asyncio.run(run())
+
+
+def described(tokenizer) -> dict:
+    """Which tokenizer object answered, and tokbackend's counters where it was tokbackend."""
+    out: dict = {"tokenizer": type(getattr(tokenizer, "_tokenizer", tokenizer)).__module__}
+    if hasattr(tokenizer, "tokbackend"):
+        stats = tokenizer.tokbackend.stats()
+        out["tokbackend"] = {key: stats[key] for key in ("fast_texts", "fast_texts_as_arrays", "fallbacks")}
+        out["tokbackend"]["backend"] = stats["routing"]["single"]
+    return out
+
+
+def raw_fastokens_one(directory: str, arguments) -> dict:
+    """fastokens' own batch call on the batch of 40, building lists (what a server using the
+    library directly would hand on), for scale against the servers' batch paths."""
+    import fastokens
+
+    tokenizer = fastokens.Tokenizer.from_json_str((Path(directory) / "tokenizer.json").read_text())
+    tokenizer.encode_batch(texts_32k(900, 2))
+    batch = texts_32k(200, 40)
+    started = time.perf_counter()
+    ids = [encoding.ids for encoding in tokenizer.encode_batch(batch)]
+    return {"batch_40": {"ms": (time.perf_counter() - started) * 1e3, "ids": [digest(row) for row in ids]}}
+
+
+def reference_ids(server: str, arguments) -> dict:
+    """Plain HF's ids for every input of the workloads run (chat: HF's own apply_chat_template;
+    vLLM's completion kwargs truncate at max_model_len + 1, which cuts nothing here)."""
+    import tokbackend
+
+    hf = tokbackend.load_hf(MODEL)
+    make = {
+        "request_32k": lambda: [digest(hf.encode(text)) for text in texts_32k(0, arguments.repeat)],
+        "burst_40": lambda: [digest(hf.encode(text)) for text in texts_32k(100, 40)],
+        "batch_40": lambda: [digest(hf.encode(text)) for text in texts_32k(200, 40)],
+        "agent_chat": lambda: [
+            digest(hf.apply_chat_template(messages, tokenize=True, add_generation_prompt=True, return_dict=False))
+            for messages in agent_conversation(arguments.turns)
+        ],
+    }
+    if server == "vllm":
+        del make["batch_40"]
+    return {workload: ids() for workload, ids in make.items() if workload in arguments.workloads}
+
+
+# -- vLLM --------------------------------------------------------------------------------------
+
+
+def vllm_one(mode: str, directory: str, arguments) -> dict:
+    from vllm.config import ModelConfig, VllmConfig
+    from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest
+    from vllm.entrypoints.openai.completion.protocol import CompletionRequest
+    from vllm.plugins import load_general_plugins
+    from vllm.renderers import renderer_from_config
+    from vllm.renderers.online_renderer import OnlineRenderer
+    from vllm.v1.engine.input_processor import InputProcessor
+
+    load_general_plugins()
+    model_config = ModelConfig(model=directory, tokenizer_mode=mode.split("+")[0], max_model_len=65536, dtype="float32")
+    config = VllmConfig(model_config=model_config)
+    renderer = renderer_from_config(config)
+    processor = InputProcessor(config, renderer)
+    online = OnlineRenderer(
+        model_config=model_config, renderer=renderer, request_logger=None, chat_template=None, chat_template_content_format="auto"
+    )
+
+    def to_engine(index, engine_input, request):
+        sampling = request.to_sampling_params(1, {})
+        return processor.process_inputs(f"r{index}", engine_input, sampling, supported_tasks=("generate",))
+
+    async def completion(index, text):
+        request = CompletionRequest(model=directory, prompt=text, max_tokens=1)
+        (engine_input,) = await online.render_completion(request)
+        return to_engine(index, engine_input, request).prompt_token_ids
+
+    async def run() -> dict:
+        out: dict = {}
+        await completion(0, texts_32k(900, 1)[0])
+        times, ids = [], []
+        for index, text in enumerate(texts_32k(0, arguments.repeat)):
+            started = time.perf_counter()
+            ids.append(await completion(index, text))
+            times.append(time.perf_counter() - started)
+        out["request_32k"] = {"ms": statistics.median(times) * 1e3, "ids": [digest(row) for row in ids]}
+        out["ids_type"] = type(ids[0]).__name__
+        started = time.perf_counter()
+        answered = await asyncio.gather(*(completion(index, text) for index, text in enumerate(texts_32k(100, 40))))
+        out["burst_40"] = {"ms": (time.perf_counter() - started) * 1e3, "ids": [digest(row) for row in answered]}
+        times, ids = [], []
+        for index, messages in enumerate(agent_conversation(arguments.turns)):
+            request = ChatCompletionRequest(model=directory, messages=messages, max_tokens=1)
+            started = time.perf_counter()
+            _, (engine_input,) = await online.render_chat(request)
+            ids.append(to_engine(index, engine_input, request).prompt_token_ids)
+            times.append(time.perf_counter() - started)
+        out["agent_chat"] = turns_measured(times, ids)
+        out |= described(renderer.get_tokenizer())
+        renderer.shutdown()
+        return out
+
+    return asyncio.run(run())
+
+
+# -- driver ------------------------------------------------------------------------------------
+
+
+def drive(server: str, arguments) -> None:
+    modes = SGLANG_MODES if server == "sglang" else VLLM_MODES
+    reference = reference_ids(server, arguments)
+    directory = model_dir()
+    result = {"server": server, "version": None, "cpu_count": os.cpu_count(), "modes": {}}
+    for mode, environment in modes.items():
+        if arguments.modes and mode not in arguments.modes:
+            continue
+        with tempfile.NamedTemporaryFile(suffix=".json") as output:
+            command = [sys.executable, __file__, "one", server, mode, directory, output.name]
+            command += ["--repeat", str(arguments.repeat), "--turns", str(arguments.turns), "--workloads", *arguments.workloads]
+            completed = subprocess.run(command, env={**os.environ, **environment}, check=False, timeout=3000)
+            if completed.returncode != 0:
+                result["modes"][mode] = {"error": f"exit {completed.returncode}"}
+                continue
+            measured = json.loads(Path(output.name).read_text())
+        for workload, expected in reference.items():
+            if "ids" in measured.get(workload, {}):
+                measured[workload]["ids_equal_hf"] = measured[workload].pop("ids") == expected
+        result["modes"][mode] = measured
+        print(mode, json.dumps({key: value for key, value in measured.items()}, default=str), flush=True)
+    result["version"] = __import__(server).__version__
+    shutil.rmtree(directory, ignore_errors=True)
+    if arguments.json:
+        Path(arguments.json).write_text(json.dumps(result, indent=1) + "\n")
+    print(table([result]))
+
+
+def one(server: str, mode: str, directory: str, output: str, arguments) -> None:
+    if mode == "raw-fastokens":
+        measured = raw_fastokens_one(directory, arguments)
+    else:
+        measured = (sglang_one if server == "sglang" else vllm_one)(mode, directory, arguments)
+    Path(output).write_text(json.dumps(measured))
+    sys.stdout.flush()
+    os._exit(0)  # SGLang's manager tasks and ZMQ context, vLLM's pools: nothing to wait for
+
+
+WORKLOADS = ("request_32k", "burst_40", "batch_40", "agent_chat")
+
+
+def table(results: list[dict]) -> str:
+    """Markdown: ms per workload and mode, each with its ratio to stock and to the server's own
+    fast option, both measured in the same run; and whether every id equals plain HF's."""
+    lines = []
+    for result in results:
+        server = result["server"]
+        modes = result["modes"]
+        lines.append(
+            f"\n{server} {result['version']}, {result['cpu_count']} cores: ms (x faster than stock / than {OPTION[server]})\n"
+        )
+        lines.append("| workload | " + " | ".join(modes) + " |")
+        lines.append("|---|" + "---:|" * len(modes))
+        for workload in WORKLOADS:
+            if not any("ms" in measured.get(workload, {}) for measured in modes.values()):
+                continue
+            cells = []
+            stock, option = (modes.get(name, {}).get(workload, {}).get("ms") for name in (STOCK[server], OPTION[server]))
+            for measured in modes.values():
+                outcome = measured.get(workload, {"error": measured["error"]} if "error" in measured else None)
+                if outcome is None:
+                    cells.append("-")
+                    continue
+                if "error" in outcome:
+                    cells.append(f"fails: {outcome['error'].split(':')[0]}")
+                    continue
+                ms = outcome["ms"]
+                ratios = " / ".join(f"{other / ms:.2f}x" if other else "-" for other in (stock, option))
+                exact = "" if outcome["ids_equal_hf"] else " **ids differ**"
+                cells.append(f"{ms:.1f} ({ratios}){exact}")
+            lines.append(f"| {workload} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def chart(results: list[dict], path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(1, len(results), figsize=(6 * len(results), 4), squeeze=False)
+    for axis, result in zip(axes[0], results):
+        server, modes = result["server"], result["modes"]
+        workloads = [w for w in WORKLOADS if "ms" in modes[STOCK[server]].get(w, {})]
+        width = 0.8 / len(modes)
+        for offset, (mode, measured) in enumerate(modes.items()):
+            speedups = [
+                modes[STOCK[server]][w]["ms"] / measured[w]["ms"] if "ms" in measured.get(w, {}) else 0 for w in workloads
+            ]
+            axis.bar([i + offset * width for i in range(len(workloads))], speedups, width, label=mode)
+        axis.set_xticks([i + 0.4 - width / 2 for i in range(len(workloads))], workloads)
+        axis.set_yscale("log")
+        axis.set_ylabel("x faster than stock (same run)")
+        axis.set_title(f"{server} {result['version']}")
+        axis.legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    for server in ("sglang", "vllm"):
+        run_parser = sub.add_parser(server)
+        run_parser.add_argument("--modes", nargs="*")
+        run_parser.add_argument("--json")
+    one_parser = sub.add_parser("one")
+    one_parser.add_argument("server")
+    one_parser.add_argument("mode")
+    one_parser.add_argument("directory")
+    one_parser.add_argument("output")
+    for each in (*(sub.choices[s] for s in ("sglang", "vllm")), one_parser):
+        each.add_argument("--repeat", type=int, default=5)
+        each.add_argument("--turns", type=int, default=12)
+        each.add_argument("--workloads", nargs="+", default=list(WORKLOADS))
+    table_parser = sub.add_parser("table")
+    table_parser.add_argument("results", nargs="+")
+    table_parser.add_argument("--chart")
+    arguments = parser.parse_args()
+    if arguments.command == "one":
+        one(arguments.server, arguments.mode, arguments.directory, arguments.output, arguments)
+    elif arguments.command == "table":
+        results = [json.loads(Path(path).read_text()) for path in arguments.results]
+        print(table(results))
+        if arguments.chart:
+            chart(results, arguments.chart)
+    else:
+        drive(arguments.command, arguments)
+
+
+if __name__ == "__main__":
+    main()
