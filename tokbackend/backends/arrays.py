@@ -18,20 +18,33 @@ if TYPE_CHECKING:
     from tokbackend.backends.base import EncodeBackend
 
 
+_ZERO = array("q", [0])
+
+
 def split_uint32(ids: np.ndarray, offsets: np.ndarray) -> list[array]:
-    """One `array('q')` per row of a flat uint32 buffer whose row `i` is `ids[offsets[i]:offsets[i + 1]]`."""
-    wide = ids.astype(np.int64)
+    """One `array('q')` per row of a flat uint32 buffer whose row `i` is `ids[offsets[i]:offsets[i + 1]]`.
+    Each row is allocated at its size and widened into in one pass (no int64 copy of the whole
+    buffer first: that and a byte copy per row cost 3-10x as much for 40 x 34k ids)."""
     rows = []
     for start, end in zip(offsets[:-1].tolist(), offsets[1:].tolist()):
-        row = array("q")
-        row.frombytes(memoryview(wide[start:end]).cast("B"))
+        row = _ZERO * (end - start)
+        if end > start:
+            np.frombuffer(row, dtype=np.int64)[:] = ids[start:end]
         rows.append(row)
     return rows
 
 
 def little_endian_uint32(buffer: bytes) -> np.ndarray:
-    """A little-endian uint32 buffer as numpy ids (widening later converts the byte order where needed)."""
+    """A little-endian uint32 buffer as numpy ids (widening converts the byte order where needed)."""
     return np.frombuffer(buffer, dtype="<u4")
+
+
+def ones_like(row: array) -> array:
+    """An `array('q')` of ones as long as `row` (an attention mask in the array form)."""
+    return _ONE * len(row)
+
+
+_ONE = array("q", [1])
 
 
 def encode_array(backend: EncodeBackend, text: str) -> array:
