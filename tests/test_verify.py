@@ -47,6 +47,44 @@ def test_verify_quick_passes_on_builtin_models_and_says_it_was_partial(model, tm
     assert "oracle boundaries" in report["steps"][0]["detail"]  # the guard by class and oracle
 
 
+# Families beyond byte-level BPE, built offline (equivalence/families.py): SentencePiece-style
+# Metaspace with byte fallback, a Prepend normalizer, Tekken, DeepSeek-V3's Sequence of Splits,
+# Kimi-K2 (gigatoken cannot load it), GPT-2, ModernBERT (~6 s each on 2 cores).
+FAMILIES = ("mistral-metaspace", "llama2-legacy", "gemma3", "tekken", "deepseek-v3", "kimi-k2", "gpt2", "modernbert")
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_verify_passes_on_other_tokenizer_families(family):
+    """verify's property classes, arguments, results and conversations through `auto` on each
+    family: HF's answer everywhere (exit 7: partial, the scan and grammar left out)."""
+    from equivalence.families import family_dir
+
+    lines: list[str] = []
+    report = verify_model(
+        str(family_dir(family, "small")),
+        backend="auto",
+        examples=20,
+        only={"properties", "arguments", "segments"},
+        announce=lines.append,
+        progress=False,
+    )
+    assert report.exit_code == EXIT_PARTIAL, "\n".join(lines[-40:])
+
+
+def test_verify_exits_1_on_a_family_whose_pieces_depend_on_their_position(monkeypatch, capsys):
+    """The hold-out's class 1 as a planted defect: Metaspace with prepend_scheme="first" and the
+    build-time check of the segment cache's premise turned off, so the cache encodes each piece
+    after an added token as if it started the text. The conversations step must fail."""
+    from equivalence.families import family_dir
+
+    monkeypatch.setattr("tokbackend.segments.premise_fails", lambda splitter, hf_ids: None)
+    directory = str(family_dir("mistral-metaspace", "small"))
+    exit_code = cli.main(["verify", directory, "--backend", "gigatoken", "--only", "segments", "--no-progress"])
+    output = capsys.readouterr().out
+    assert exit_code == EXIT_MISMATCH, output[-3000:]
+    assert "a conversation differs with the segment cache on" in output
+
+
 # -- exit 1: a mismatch, or a step the fast path took no part in ------------------------------
 
 
