@@ -113,7 +113,7 @@ def test_verify_exits_1_when_only_the_array_form_is_wrong(register_for_test):
 def test_verify_exits_1_when_the_fast_path_silently_answers_nothing(monkeypatch, capsys):
     """A planted defect: every encode answered by HF and nothing counted. The ids are right, and
     a gate that only compared ids would pass."""
-    monkeypatch.setattr(AccelerationState, "answer", lambda self, tokenizer, texts, add_special_tokens, limit: None)
+    monkeypatch.setattr(AccelerationState, "answer", lambda self, tokenizer, texts, add_special_tokens, limit, arrays=False: None)
     assert cli.main(["verify", "qwen3", "--quick", "--no-progress"]) == EXIT_MISMATCH
     assert "answered none" in capsys.readouterr().out
 
