@@ -39,8 +39,9 @@ class Mismatch:
     def report(self, context: int = 6) -> str:
         start = max(0, self.first_difference - context)
         end = self.first_difference + context
+        shown = repr(self.text) if len(self.text) <= 2000 else f"{self.text[:300]!r}... ({len(self.text):,} characters)"
         return (
-            f"[{self.input_class}] input {self.text!r}\n"
+            f"[{self.input_class}] input {shown}\n"
             f"  first difference at index {self.first_difference}\n"
             f"  reference[{start}:{end}] = {self.expected[start:end]}\n"
             f"  candidate[{start}:{end}] = {self.actual[start:end]}\n"

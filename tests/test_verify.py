@@ -104,7 +104,7 @@ def test_verify_exits_1_when_only_the_array_form_is_wrong(register_for_test):
     register_for_test("arrays-drop-on-long-texts", ArraysDropOnLongTexts)
     lines: list[str] = []
     report = verify_model(
-        "qwen3", backend="arrays-drop-on-long-texts", examples=3, only={"properties"}, announce=lines.append, progress=False
+        "qwen3", backend="arrays-drop-on-long-texts", examples=1, only={"properties"}, announce=lines.append, progress=False
     )
     assert report.exit_code == EXIT_MISMATCH
     assert "[long_prompts]" in "\n".join(lines)
