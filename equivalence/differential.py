@@ -39,7 +39,8 @@ class Mismatch:
     def report(self, context: int = 6) -> str:
         start = max(0, self.first_difference - context)
         end = self.first_difference + context
-        shown = repr(self.text) if len(self.text) <= 2000 else f"{self.text[:300]!r}... ({len(self.text):,} characters)"
+        text = self.text  # a str, or another input (a call's arguments) shown as its repr
+        shown = f"{text[:300]!r}... ({len(text):,} characters)" if isinstance(text, str) and len(text) > 2000 else repr(text)
         return (
             f"[{self.input_class}] input {shown}\n"
             f"  first difference at index {self.first_difference}\n"
