@@ -96,10 +96,22 @@ def test_the_thread_check_fails_on_an_array_path_that_cannot_be_entered_twice(hf
 
 
 def test_ids_stay_exact_across_cache_renewals_under_eight_threads(hf_tokenizer):
-    """A tiny cache budget makes the backend swap tokenizers while 8 threads encode."""
-    fast = tokbackend.accelerate(hf_tokenizer, "gigatoken", cache_budget_mib=4)
-    texts = [prompt_text(seed, 6000, "prose") for seed in range(100, 140)]
+    """A tiny cache budget makes the backend swap tokenizers while 8 threads encode. Renewal is
+    triggered by resident memory growing during the backend's calls, so the test makes that growth
+    certain whatever ran before it in this worker: random words (every pretoken new to
+    gigatoken's cache) besides prose, no segment cache in front, and freed memory handed back
+    to the OS first (else the caches can fill pages already resident, and nothing grows)."""
+    import random
+
+    from tokbackend.backends.renewal import _release_freed_memory
+
+    fast = tokbackend.accelerate(hf_tokenizer, "gigatoken", cache_budget_mib=4, segment_cache_mib=None)
+    texts = [prompt_text(seed, 6000, "prose") for seed in range(100, 120)]
+    rng = random.Random(7)
+    words = lambda: " ".join("".join(rng.choices("abcdefghijklmnopqrstuvwxyz", k=rng.randint(2, 9))) for _ in range(900))  # noqa: E731
+    texts += [words() for _ in range(20)]
     expected = [hf_tokenizer.encode(text) for text in texts]
+    _release_freed_memory()
 
     def exact(offset: int, call: int) -> bool:
         index = (offset * 5 + call) % len(texts)
