@@ -90,32 +90,9 @@ def digest(ids) -> str:
 
 def model_dir() -> str:
     """The built-in Qwen3 tokenizer plus a tiny config (no weights: nothing runs the model)."""
-    import tokbackend
+    from equivalence.server_models import tiny_qwen3_model
 
-    directory = Path(tempfile.mkdtemp(prefix="servers-bench-"))
-    for path in Path(tokbackend.loading.resolve_model(MODEL)).iterdir():
-        shutil.copy(path, directory / path.name)
-    hf = tokbackend.load_hf(MODEL)
-    config = {
-        "architectures": ["Qwen3ForCausalLM"],
-        "model_type": "qwen3",
-        "hidden_size": 64,
-        "intermediate_size": 128,
-        "num_attention_heads": 4,
-        "num_key_value_heads": 2,
-        "head_dim": 16,
-        "num_hidden_layers": 1,
-        "vocab_size": -(-len(hf) // 128) * 128,
-        "max_position_embeddings": 131072,
-        "rms_norm_eps": 1e-6,
-        "rope_theta": 1000000.0,
-        "torch_dtype": "bfloat16",
-        "tie_word_embeddings": True,
-        "eos_token_id": hf.eos_token_id,
-        "transformers_version": "5.19.0",
-    }
-    (directory / "config.json").write_text(json.dumps(config))
-    return str(directory)
+    return str(tiny_qwen3_model(Path(tempfile.mkdtemp(prefix="servers-bench-")), MODEL, max_positions=131072))
 
 
 # -- SGLang --------------------------------------------------------------------------------------

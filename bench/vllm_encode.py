@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import os
 import statistics
 import sys
@@ -34,21 +33,15 @@ def main() -> None:
     parser.add_argument("--modes", nargs="+", default=["hf", "gigatoken", "tokbackend-fastokens", "tokbackend-auto"])
     arguments = parser.parse_args()
 
-    import shutil
-
-    from conftest import QWEN3_CONFIG, vllm_config
+    from conftest import vllm_config
     from vllm.plugins import load_general_plugins
     from vllm.renderers import renderer_from_config
 
-    import tokbackend
     from equivalence.corpus import prompt_text
+    from equivalence.server_models import tiny_qwen3_model
 
     load_general_plugins()
-    directory = Path(tempfile.mkdtemp())
-    source = tokbackend.load_hf("qwen3.6").name_or_path
-    for name in ("tokenizer.json", "tokenizer_config.json"):
-        shutil.copy(os.path.join(source, name), directory / name)
-    (directory / "config.json").write_text(json.dumps(QWEN3_CONFIG))
+    directory = tiny_qwen3_model(Path(tempfile.mkdtemp()), "qwen3.6")
     prompts = [prompt_text(40_000_000 + index, 130_000) for index in range(arguments.prompts)]
     rows, reference = {}, None
     for mode in arguments.modes:

@@ -31,57 +31,76 @@ class WrongInEveryForm(GigatokenBackend):
         return [array("q", ids) for ids in self.encode_batch(texts)]
 
 
-class DropsAfterDigits(WrongInEveryForm):
-    """A wrong backend: drops the last token of any text containing a digit."""
+class DropsLastId(WrongInEveryForm):
+    """A wrong backend: drops the last id of every text `wrong_on` holds for, in every form."""
+
+    @staticmethod
+    def wrong_on(text: str) -> bool:
+        raise NotImplementedError
+
+    def encode_batch(self, texts):
+        return [ids[:-1] if ids and self.wrong_on(text) else ids for text, ids in zip(texts, super().encode_batch(texts))]
+
+    def encode(self, text):
+        return self.encode_batch([text])[0]
+
+
+class ArraysDropLastId(GigatokenBackend):
+    """Right in lists, wrong as arrays (SGLang's form): drops the last id of every text
+    `wrong_on` holds for."""
+
+    @staticmethod
+    def wrong_on(text: str) -> bool:
+        raise NotImplementedError
+
+    def encode_array(self, text):
+        return self.encode_batch_arrays([text])[0]
+
+    def encode_batch_arrays(self, texts):
+        rows = super().encode_batch_arrays(texts)
+        return [row[:-1] if row and self.wrong_on(text) else row for text, row in zip(texts, rows)]
+
+
+def _has_digit(text: str) -> bool:
+    return any(character.isdigit() for character in text)
+
+
+def _is_long(text: str) -> bool:
+    """Over 8,000 characters: longer than every boot-probe string."""
+    return len(text) > 8000
+
+
+class DropsAfterDigits(DropsLastId):
+    """Drops the last token of any text containing a digit."""
 
     name = "drops-after-digits"
-
-    def encode_batch(self, texts):
-        return [
-            ids[:-1] if ids and any(ch.isdigit() for ch in text) else ids for text, ids in zip(texts, super().encode_batch(texts))
-        ]
-
-    def encode(self, text):
-        return self.encode_batch([text])[0]
+    wrong_on = staticmethod(_has_digit)
 
 
-class DropsOnLongTexts(WrongInEveryForm):
+class DropsOnLongTexts(DropsLastId):
     """A wrong backend the boot probe cannot see: drops the last token of texts over 8,000
-    characters (every probe string is shorter). The live serving gate plants the same class."""
+    characters. The live serving gate plants the same class."""
 
     name = "drops-on-long-texts"
-
-    def encode_batch(self, texts):
-        return [ids[:-1] if len(text) > 8000 else ids for text, ids in zip(texts, super().encode_batch(texts))]
-
-    def encode(self, text):
-        return self.encode_batch([text])[0]
+    wrong_on = staticmethod(_is_long)
 
 
-class ArraysDropAfterDigits(GigatokenBackend):
-    """Right in lists, wrong as arrays (SGLang's form): drops the last id of a text with a digit."""
+class DropsOnCombiningAcute(DropsLastId):
+    """Wrong on every text holding U+0301 (a combining mark: an early start's provisional guard
+    sends such texts to HuggingFace, so a probe made under it cannot see this)."""
 
+    name = "drops-on-combining-acute"
+    wrong_on = staticmethod(lambda text: "\u0301" in text)
+
+
+class ArraysDropAfterDigits(ArraysDropLastId):
     name = "arrays-drop-after-digits"
-
-    def encode_array(self, text):
-        return self.encode_batch_arrays([text])[0]
-
-    def encode_batch_arrays(self, texts):
-        rows = super().encode_batch_arrays(texts)
-        return [row[:-1] if row and any(ch.isdigit() for ch in text) else row for text, row in zip(texts, rows)]
+    wrong_on = staticmethod(_has_digit)
 
 
-class ArraysDropOnLongTexts(GigatokenBackend):
-    """Right in lists, wrong as arrays on texts over 8,000 characters (past every probe string)."""
-
+class ArraysDropOnLongTexts(ArraysDropLastId):
     name = "arrays-drop-on-long-texts"
-
-    def encode_array(self, text):
-        return self.encode_batch_arrays([text])[0]
-
-    def encode_batch_arrays(self, texts):
-        rows = super().encode_batch_arrays(texts)
-        return [row[:-1] if len(text) > 8000 else row for text, row in zip(texts, rows)]
+    wrong_on = staticmethod(_is_long)
 
 
 class FastButWrong(HFBackend):

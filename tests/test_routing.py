@@ -55,9 +55,9 @@ def test_auto_chooses_an_exact_backend_and_says_why(hf_tokenizer, fresh_auto_cac
 
     built = []
     build_lane = lanes.build_lane
-    monkeypatch.setattr(auto, "build_lane", lambda name, *args: built.append(name) or build_lane(name, *args))
+    monkeypatch.setattr(auto, "build_lane", lambda name, *args, **kwargs: built.append(name) or build_lane(name, *args, **kwargs))
     with caplog.at_level(logging.INFO, logger="tokbackend"):
-        fast = tokbackend.accelerate(hf_tokenizer, "auto")
+        fast = tokbackend.accelerate(hf_tokenizer, "auto", early_start=False)
     routing = fast.tokbackend.stats()["routing"]
     assert routing["single"] == routing["batch"] == auto.candidates()[0] == "fastokens"
     assert built == ["fastokens"], "auto built a backend it does not serve with"
@@ -68,16 +68,38 @@ def test_auto_chooses_an_exact_backend_and_says_why(hf_tokenizer, fresh_auto_cac
     assert fast([LONG, "x"])["input_ids"] == hf_tokenizer([LONG, "x"])["input_ids"]
     assert fast.tokbackend.stats()["fast_texts"] == 3
     # a second start remembers the choice and builds only the chosen backend
-    again = tokbackend.accelerate(hf_tokenizer, "auto")
+    again = tokbackend.accelerate(hf_tokenizer, "auto", early_start=False)
     assert again.tokbackend.stats()["routing"]["single"] == routing["single"]
     assert "remembered for this model" in again.tokbackend.stats()["routing"]["reason"]
     assert built == ["fastokens", "fastokens"]
+
+
+def test_auto_serves_with_the_cheapest_backend_while_its_choice_loads(hf_tokenizer, fresh_auto_cache, monkeypatch):
+    """An early start: gigatoken (the cheapest to load) answers from the moment accelerate()
+    returns, fastokens (auto's choice) once it has loaded and passed the probe; each exact."""
+    from tokbackend.routing import lanes
+
+    built = []
+    build_lane = lanes.build_lane
+    monkeypatch.setattr(auto, "build_lane", lambda name, *args, **kwargs: built.append(name) or build_lane(name, *args, **kwargs))
+    fast = tokbackend.accelerate(hf_tokenizer, "auto")
+    early = fast.tokbackend.stats()["routing"]
+    assert early["single"] == "gigatoken" and "gigatoken serves while fastokens" in early["reason"], early
+    assert fast.encode(LONG) == hf_tokenizer.encode(LONG)
+    assert fast.tokbackend.wait_until_final(120)
+    final = fast.tokbackend.stats()["routing"]
+    assert final["single"] == final["batch"] == "fastokens"
+    assert "gigatoken served while it loaded" in final["reason"]
+    assert built == ["gigatoken", "fastokens"]
+    assert fast.encode(LONG) == hf_tokenizer.encode(LONG)
+    assert fast.tokbackend.stats()["fast_texts"] == 2  # one text on each backend, both counted
 
 
 def test_a_backend_that_cannot_serve_the_model_is_passed_over(hf_tokenizer, fresh_auto_cache, register_for_test):
     """The first candidate fails the probe: auto says so and serves with the next."""
     register_for_test("fast-but-wrong", FastButWrong)
     fast = tokbackend.accelerate(hf_tokenizer, "auto")
+    assert fast.tokbackend.wait_until_final(120)
     routing = fast.tokbackend.stats()["routing"]
     assert routing["single"] == "fastokens"
     assert "fast-but-wrong not exact here" in routing["reason"] and "disagrees with HuggingFace" in routing["reason"]
@@ -102,16 +124,40 @@ def test_a_remembered_choice_is_not_reused_by_another_tokbackend_version(hf_toke
 def test_auto_never_routes_to_a_backend_the_probe_rejects(hf_tokenizer, fresh_auto_cache, register_for_test):
     register_for_test("fast-but-wrong", FastButWrong)
     fast = tokbackend.accelerate(hf_tokenizer, "auto")
+    assert fast.tokbackend.wait_until_final(120)
     routing = fast.tokbackend.stats()["routing"]
     assert "fast-but-wrong" not in (routing["single"], routing["batch"])
     assert "fast-but-wrong not exact here" in routing["reason"]
     assert fast.encode("room 101") == hf_tokenizer.encode("room 101")
 
 
+class CheapButWrong(FastButWrong):
+    """The planted wrong backend as the cheapest to load: the one an early start serves with first."""
+
+    name = "cheap-but-wrong"
+    auto_preference = 99
+    load_cost = 0
+
+
+def test_an_early_start_never_serves_with_a_backend_the_probe_rejects(hf_tokenizer, fresh_auto_cache, register_for_test):
+    register_for_test("cheap-but-wrong", CheapButWrong)
+    fast = tokbackend.accelerate(hf_tokenizer, "auto")
+    routing = fast.tokbackend.stats()["routing"]
+    assert "cheap-but-wrong" not in (routing["single"], routing["batch"])
+    assert "cheap-but-wrong not exact here" in routing["reason"]
+    assert fast.encode("room 101") == hf_tokenizer.encode("room 101")
+    # without the probe the planted defect is what serves first: the probe is the gate
+    unprobed = tokbackend.accelerate(hf_tokenizer, "auto", probe=False)
+    assert unprobed.tokbackend.stats()["routing"]["single"] == "cheap-but-wrong"
+    assert unprobed.encode("room 101") != hf_tokenizer.encode("room 101")
+    assert unprobed.tokbackend.wait_until_final(120)
+
+
 def test_auto_without_the_probe_would_route_to_the_planted_defect(hf_tokenizer, fresh_auto_cache, register_for_test):
     """The gate above is the probe: with it off, the wrong backend, first in auto's order, serves."""
     register_for_test("fast-but-wrong", FastButWrong)
     fast = tokbackend.accelerate(hf_tokenizer, "auto", probe=False)
+    assert fast.tokbackend.wait_until_final(120)
     assert fast.tokbackend.stats()["routing"]["single"] == "fast-but-wrong"
     assert fast.encode("room 101") != hf_tokenizer.encode("room 101")
 

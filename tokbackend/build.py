@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 import threading
 from collections.abc import Hashable
 
 from tokbackend.backends import BackendUnavailableError
+from tokbackend.backends.forking import fork_safe_lock
 from tokbackend.options import AccelerationOptions
 from tokbackend.reference import Reference
 from tokbackend.routing import NoExactBackend, Routing, Shortfall, build_routing
@@ -46,6 +48,44 @@ class Build:
     segments_unsupported: str | None = None  # why this tokenizer does not use the segment cache
     # the lanes' `prepare()` (warm-ups, spares), on a background thread once they serve
     preparing: threading.Thread | None = dataclasses.field(default=None, compare=False)
+    # where the final build of an early start is made, once for every state serving this one
+    finishing: Finishing = dataclasses.field(default_factory=lambda: Finishing(), compare=False)
+
+    @property
+    def final(self) -> bool:
+        """Whether nothing is left to swap in (an early start's build is not, `upgraded`)."""
+        return self.routing is None or self.routing.upgrade is None or self.disabled_reason is not None
+
+
+class Finishing:
+    """`upgraded(build)` made once per process, whichever tokenizer copy serving the build asks
+    first; the others wait for the same result. A child forked meanwhile makes its own."""
+
+    def __init__(self) -> None:
+        self._lock = fork_safe_lock(self, "_lock")
+        self._done: dict[int, Build] = {}
+        self._running: dict[int, threading.Event] = {}
+
+    def result(self, build: Build, options: AccelerationOptions, model: str) -> Build:
+        pid = os.getpid()
+        with self._lock:
+            if pid in self._done:
+                return self._done[pid]
+            event = self._running.get(pid)
+            ours = event is None
+            if ours:
+                event = self._running[pid] = threading.Event()
+        if not ours:
+            event.wait()
+            return self._done[pid]
+        final = build  # what serves on if even upgraded() is interrupted
+        try:
+            final = upgraded(build, options, model)
+        finally:
+            with self._lock:
+                self._done[pid] = final
+            event.set()
+        return final
 
 
 UNBUILT = Build(content=None)
@@ -83,10 +123,40 @@ def build_for(reference: Reference, options: AccelerationOptions, content: Hasha
             probe_seconds=failure.probe_seconds,
             disabled_reason=_unserved(failure, options, model, changed),
         )
-    return Build(**common, routing=routing, disabled_reason=None, probe_seconds=probe_seconds, preparing=_prepare(routing))
+    preparing = None if routing.interim else _prepare(routing)
+    return Build(**common, routing=routing, disabled_reason=None, probe_seconds=probe_seconds, preparing=preparing)
 
 
-def _prepare(routing: Routing) -> threading.Thread:
+def upgraded(build: Build, options: AccelerationOptions, model: str) -> Build:
+    """The final build after an early start (`Routing.upgrade`; run on a background thread,
+    never raising): the upgraded routing, or the fast path off where the upgrade found no exact
+    backend, or, after an unexpected error, `build` itself with its routing made final (a
+    provisional guard covers what the exact one would, so serving on with it stays exact)."""
+    try:
+        routing, probe_seconds = build.routing.upgrade()
+    except NoExactBackend as failure:
+        return dataclasses.replace(
+            build,
+            routing=failure.routing or dataclasses.replace(build.routing, upgrade=None),
+            disabled_reason=_unserved(failure, options, model, changed=False, upgrading=True),
+            finishing=Finishing(),
+        )
+    except Exception as error:  # noqa: BLE001 - a background thread must not die silently
+        logger.error("%s: finishing the start-up build failed (%r); serving on with it", model, error)
+        routing = dataclasses.replace(build.routing, upgrade=None, interim=False)
+        preparing = build.preparing if build.preparing is not None else _prepare(routing)  # renewals need the spare
+        return dataclasses.replace(build, routing=routing, preparing=preparing, finishing=Finishing())
+    prepared = {id(lane.backend) for lane in build.routing.lanes()} if build.preparing is not None else set()
+    return dataclasses.replace(
+        build,
+        routing=routing,
+        probe_seconds=build.probe_seconds + probe_seconds,
+        preparing=_prepare(routing, skip=prepared),
+        finishing=Finishing(),
+    )
+
+
+def _prepare(routing: Routing, skip: set[int] = frozenset()) -> threading.Thread:
     """Start the lanes' `prepare()` on a thread of its own: it makes the first calls fast and
     may take a second or pause the GIL, which start-up does not wait for. Not a daemon: an
     interpreter that exits meanwhile waits for it (a daemon thread still inside a backend's
@@ -94,6 +164,8 @@ def _prepare(routing: Routing) -> threading.Thread:
 
     def prepare() -> None:
         for lane in routing.lanes():
+            if id(lane.backend) in skip:  # prepared for the build this one replaces
+                continue
             try:
                 lane.backend.prepare()
             except Exception as error:  # a warm-up that fails costs only speed
@@ -104,14 +176,18 @@ def _prepare(routing: Routing) -> threading.Thread:
     return thread
 
 
-def _unserved(failure: NoExactBackend, options: AccelerationOptions, model: str, changed: bool) -> str:
+def _unserved(failure: NoExactBackend, options: AccelerationOptions, model: str, changed: bool, upgrading: bool = False) -> str:
     """Raise, or log and return the reason the fast path is off, for a routing that could not be
     made: a backend that cannot load (or no exact candidate of "auto") raises unless
     allow_hf_fallback or the tokenizer `changed` during serving; an inexact one is turned off;
-    strict=True raises for inexactness."""
+    strict=True raises for inexactness. `upgrading`: found after an early start had served (on
+    a background thread, where nothing can be raised to the caller)."""
     unavailable = failure.shortfall is Shortfall.UNAVAILABLE or (
         failure.shortfall is Shortfall.NO_CANDIDATE and not options.strict
     )
+    if upgrading:
+        logger.error("%s: %s, found finishing the start-up build; every encode now goes to HuggingFace", model, failure.reason)
+        return failure.reason
     if unavailable:
         message = f"backend {options.backend!r} cannot serve {model}: {failure.reason}"
         if changed:

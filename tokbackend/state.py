@@ -13,6 +13,9 @@ with.
 from __future__ import annotations
 
 import logging
+import os
+import threading
+import time
 from array import array
 from typing import Any
 
@@ -30,6 +33,7 @@ from tokbackend.stats import AccelerationStats
 logger = logging.getLogger("tokbackend")
 
 _NO_GUARD = UnicodeGuard(frozenset())
+_pid = os.getpid
 
 
 def _is_valid_text(text: str) -> bool:
@@ -51,6 +55,9 @@ class AccelerationState:
         # the build served, and the fingerprint of the tokenizer state it was last found right for
         self._serving: tuple[Build, object] = (UNBUILT, None)
         self._rebuild_lock = fork_safe_lock(self, "_rebuild_lock")
+        # an early start's build being finished: (that build, the thread, the pid that started it)
+        self._upgrading: tuple[Build, threading.Thread, int] | None = None
+        self.upgrade_seconds: float | None = None
 
     # -- what stats() and the logs show ---------------------------------------------------------
 
@@ -157,18 +164,41 @@ class AccelerationState:
         """Whether the current build was made for a tokenizer state with this content."""
         return self._serving[0].content == content
 
+    def wait_until_final(self, timeout: float | None = None) -> bool:
+        """Wait until an early start's build is finished and swapped in (`early_start`); True
+        when the build serving now is final. Calls need not wait: they are exact either way."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            build = self.build
+            if build.final:
+                return True
+            upgrading = self._upgrading
+            if upgrading is None or upgrading[2] != os.getpid():
+                self._resume_upgrade()
+                upgrading = self._upgrading
+            upgrading[1].join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+            if self.build is build:  # timed out, or its finishing ended without a final build
+                return build.final
+
     def wait_until_prepared(self, timeout: float | None = None) -> bool:
-        """Wait for the backends' preparation (warm-ups and spares, run on a background thread
-        after start-up); True when it is done. Calls need not wait: they are exact either way."""
+        """Wait for the final build (`wait_until_final`) and its backends' preparation (warm-ups
+        and spares, run on a background thread after start-up); True when both are done. Calls
+        need not wait: they are exact either way."""
+        started = time.monotonic()
+        if not self.wait_until_final(timeout):
+            return False
         preparing = self.build.preparing
         if preparing is not None:
-            preparing.join(timeout)
+            preparing.join(None if timeout is None else max(0.0, timeout - (time.monotonic() - started)))
         return preparing is None or not preparing.is_alive()
 
     def share_from(self, other: AccelerationState, reference: Reference) -> None:
         """Serve with `other`'s build and counters (copies of one tokenizer share one backend);
-        the caller has checked that `other` serves the reference's content."""
-        self._serving, self.counters = (other.build, reference.fingerprint()), other.counters
+        the caller has checked that `other` serves the reference's content. A build not final
+        yet is finished here as well (the two upgrades share the backends already built)."""
+        with self._rebuild_lock:
+            self._serving, self.counters = (other.build, reference.fingerprint()), other.counters
+            self._start_upgrade()
 
     def rebuild(self, reference: Reference) -> Build:
         """The build for the reference's current state: the current one when what a build is
@@ -184,7 +214,36 @@ class AccelerationState:
                 if content != build.content:
                     build = build_for(reference, self.options, content, changed=build is not UNBUILT)
                 self._serving = (build, fingerprint)
+                self._start_upgrade()
             return build
+
+    def _start_upgrade(self) -> None:
+        """Finish the serving build on a thread of its own if it is not final (caller holds the
+        rebuild lock). Not a daemon, as the preparation thread is not (`tokbackend.build`)."""
+        build = self._serving[0]
+        if build.final:
+            return
+        upgrading = self._upgrading
+        if upgrading is not None and upgrading[0] is build and upgrading[2] == os.getpid():
+            return  # already being finished
+        thread = threading.Thread(target=self._upgrade, args=(build,), name="tokbackend-upgrade")
+        self._upgrading = (build, thread, os.getpid())
+        thread.start()
+
+    def _resume_upgrade(self) -> None:
+        """In a child started by fork while the build was being finished: finish it here."""
+        with self._rebuild_lock:
+            self._start_upgrade()
+
+    def _upgrade(self, build: Build) -> None:
+        started = time.perf_counter()
+        final = build.finishing.result(build, self.options, self.model)
+        with self._rebuild_lock:
+            if self._serving[0] is not build:
+                return  # the tokenizer changed meanwhile: a newer build serves
+            self._serving = (final, self._serving[1])
+            self.upgrade_seconds = time.perf_counter() - started
+        logger.info("%s: start-up build finished in %.1f s: %s", self.model, self.upgrade_seconds, self.describe())
 
     # -- answering ----------------------------------------------------------------------------
 
@@ -205,6 +264,8 @@ class AccelerationState:
         build, seen = self._serving
         if reference.fingerprint() != seen:
             build = self.rebuild(reference)
+        if not build.final and (self._upgrading is None or self._upgrading[2] != _pid()):  # forked meanwhile
+            self._resume_upgrade()
         if build.disabled_reason is not None:
             self.record_fallback(FallbackReason.FAST_PATH_DISABLED, texts=len(texts))
             return None

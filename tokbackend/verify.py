@@ -183,13 +183,14 @@ def verify_model(
             # The backend a deployment gets (for "auto": the one it chooses, probe included; a
             # named one that fails the probe is verified all the same: the probe step says so) ...
             deployed = tokbackend.accelerate(hf, backend=backend)
+            deployed.tokbackend.wait_until_final()  # what serves once an early start is finished
             if deployed.tokbackend.routing is None:
                 raise BackendUnavailableError(deployed.tokbackend.disabled_reason)
             lane = deployed.tokbackend.routing.single
             # ... then verified on its own: the probe's safety net is left off so that every
             # step sees the backend's own answers (through the Unicode guard, as deployed), and
             # the segment cache is off (every text reaches the backend; it has its own step).
-            accelerated = tokbackend.accelerate(hf, backend=lane.name, probe=False, segment_cache_mib=None)
+            accelerated = tokbackend.accelerate(hf, backend=lane.name, probe=False, segment_cache_mib=None, early_start=False)
         except (BackendUnavailableError, GuardUnavailableError, FastPathError, ValueError) as error:
             step.done("unavailable", f"backend {backend!r} cannot serve {model}: {error}")
             return report
@@ -420,7 +421,7 @@ def _changes(report, hf, backend, announce) -> None:
     from equivalence.changes import CHANGES, texts_for
 
     with _Step(report, "changes after acceleration", announce) as step:
-        template = tokbackend.accelerate(hf, backend=backend)
+        template = tokbackend.accelerate(hf, backend=backend, early_start=False)
         answered = 0
         kept = {id(value): value for value in vars(template).values() if isinstance(value, (dict, list)) and len(value) > 10_000}
         for index, change in enumerate(CHANGES):
@@ -452,7 +453,7 @@ def _segments(report, hf, backend, profile, examples, seed, quick, announce) -> 
     from equivalence.differential import find_mismatch
 
     with _Step(report, "segment cache", announce) as step:
-        cached = tokbackend.accelerate(hf, backend=backend, probe=False, segment_cache_steps_aside=False)
+        cached = tokbackend.accelerate(hf, backend=backend, probe=False, segment_cache_steps_aside=False, early_start=False)
         cache_stats = cached.tokbackend.stats()["segment_cache"]
         if not cache_stats["enabled"]:
             step.done("info", f"not used for this model ({cache_stats.get('unsupported')}); every request is encoded whole")

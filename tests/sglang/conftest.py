@@ -9,42 +9,16 @@ torchvision stand-in in `tests/sglang/shims`); the main test command leaves this
 
 from __future__ import annotations
 
-import json
-import shutil
-from pathlib import Path
-
 import pytest
 
-import tokbackend
-
-QWEN3_CONFIG = {
-    "architectures": ["Qwen3ForCausalLM"],
-    "model_type": "qwen3",
-    "hidden_size": 64,
-    "intermediate_size": 128,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
-    "head_dim": 16,
-    "num_hidden_layers": 2,
-    "vocab_size": 248320,
-    "max_position_embeddings": 32768,
-    "rms_norm_eps": 1e-6,
-    "rope_theta": 1000000.0,
-    "torch_dtype": "bfloat16",
-    "tie_word_embeddings": True,
-    "eos_token_id": 248046,
-}
+from equivalence.server_models import tiny_qwen3_model
 
 
 @pytest.fixture(scope="session")
 def model_dir(tmp_path_factory):
     """A model directory SGLang can read: the built-in Qwen3.6 tokenizer plus a small config
     (no weights: nothing here runs the model)."""
-    directory = tmp_path_factory.mktemp("qwen36-model")
-    for path in Path(tokbackend.loading.resolve_model("qwen3.6")).iterdir():
-        shutil.copy(path, directory / path.name)
-    (directory / "config.json").write_text(json.dumps(QWEN3_CONFIG))
-    return str(directory)
+    return str(tiny_qwen3_model(tmp_path_factory.mktemp("qwen36-model"), "qwen3.6", max_positions=32768))
 
 
 @pytest.fixture(scope="session")

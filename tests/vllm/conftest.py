@@ -6,49 +6,23 @@ the main test command leaves this folder out (see pyproject.toml).
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 
 os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import pytest  # noqa: E402
 
-import tokbackend  # noqa: E402
+from equivalence.server_models import tiny_qwen3_model  # noqa: E402
 
 MAX_MODEL_LEN = 4096
-QWEN3_CONFIG = {
-    "architectures": ["Qwen3ForCausalLM"],
-    "model_type": "qwen3",
-    "vocab_size": 248320,
-    "hidden_size": 64,
-    "intermediate_size": 128,
-    "num_hidden_layers": 1,
-    "num_attention_heads": 2,
-    "num_key_value_heads": 1,
-    "head_dim": 32,
-    "max_position_embeddings": 65536,
-    "torch_dtype": "bfloat16",
-    "tie_word_embeddings": True,
-    "rms_norm_eps": 1e-6,
-    "rope_theta": 1000000.0,
-    "eos_token_id": 248046,
-    # without it transformers 5.19 suspects a Mistral regex in a local config
-    "transformers_version": "5.19.0",
-}
 
 
 @pytest.fixture(scope="session")
 def model_dir(tmp_path_factory) -> str:
     """A model directory vLLM can read: the built-in Qwen3.6 tokenizer plus a small config
     (no weights: nothing here runs the model)."""
-    directory = tmp_path_factory.mktemp("qwen36-model")
-    source = tokbackend.load_hf("qwen3.6").name_or_path
-    for name in ("tokenizer.json", "tokenizer_config.json"):
-        shutil.copy(os.path.join(source, name), directory / name)
-    (directory / "config.json").write_text(json.dumps(QWEN3_CONFIG))
-    return str(directory)
+    return str(tiny_qwen3_model(tmp_path_factory.mktemp("qwen36-model"), "qwen3.6"))
 
 
 @pytest.fixture(scope="session")

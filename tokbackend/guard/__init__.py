@@ -31,6 +31,7 @@ import numpy as np
 from tokbackend.guard.records import (
     SHIPPED_RECORDS,
     derivation_lock,
+    describe_pipeline,
     find_record,
     installed_versions,
     model_fingerprint,
@@ -131,10 +132,13 @@ def load_guard(
     build_backend: Callable[[str], object],
     mode: str,
     cache_dir: Path,
+    early: bool = False,
 ) -> UnicodeGuard:
     """The guard for this tokenizer and backend family under `mode` ("derive", "refuse" or "off").
 
     `build_backend(tokenizer_json)` makes a throw-away backend instance for a derivation.
+    `early`: where a derivation is needed, return at once a `ProvisionalGuard` that covers what
+    the derivation can find, and leave the derivation to its `finish()`.
     """
     if mode == "off":
         return UnicodeGuard(frozenset())
@@ -151,16 +155,29 @@ def load_guard(
             f"Unicode divergence guard for backend {backend_name!r}: {why}; run `tokbackend guard <model>` to derive it, "
             'or pass unicode_guard="derive"'
         )
+    from tokbackend.guard.derive import FastDerivation
+
+    derivation = FastDerivation(tokenizer_json, build_backend, code_points=DERIVATION_CODE_POINTS)
+    finish = functools.partial(_derived, derivation, key, backend_name, versions, cache_dir, why)
+    if not early:
+        return finish()
+    # ASCII is never guarded (an ASCII text is answered by the backend: the probe and verify
+    # cover it), so the bound leaves it out as every record does.
+    bound = frozenset(point for point in derivation.bound() if point >= 0x80)
+    record = {"derivation": "provisional", "backend": backend_name, "pipeline_description": describe_pipeline(tokenizer_json)}
+    return ProvisionalGuard(bound, record, finish)
+
+
+def _derived(derivation, key, backend_name: str, versions: dict[str, str], cache_dir: Path, why: str) -> UnicodeGuard:
+    """The record for `key`: another process's, if one derived it while this one waited for the
+    lock, else `derivation`'s, written to the cache."""
     with derivation_lock(cache_dir, key):
-        # Another process may have derived it while this one waited for the lock.
         record, _ = find_record(key, cache_dir, versions)
         if record is not None:
             logger.info("using the guard record another process derived: %s", record["path"])
             return _guard_from(record)
-        from tokbackend.guard.derive import derive_fast
-
         logger.warning("deriving the Unicode divergence guard for backend %s (%s); a one-time scan", backend_name, why)
-        record = derive_fast(tokenizer_json, backend_name, build_backend, key, versions, code_points=DERIVATION_CODE_POINTS)
+        record = derivation.record(backend_name, key, versions)
         record = {**record, "path": str(write_record(record, cache_dir / "guards")), "matched": "derived here"}
     logger.warning(
         "guard derived in %.1f s: %d code points, saved to %s",
@@ -171,8 +188,25 @@ def load_guard(
     return _guard_from(record)
 
 
+class ProvisionalGuard(UnicodeGuard):
+    """Serves while the exact guard is derived: every code point the derivation could find
+    (`FastDerivation.bound`: where this pipeline's engines can differ, and around whatever the
+    safety-net screen found), so it guards at least what the exact one will. `finish()` runs
+    the derivation (one process per machine at a time) and returns the exact guard."""
+
+    def __init__(self, code_points: frozenset[int], record: dict, finish: Callable[[], UnicodeGuard]) -> None:
+        super().__init__(code_points, record)
+        self.finish = finish
+
+    def source(self) -> str:
+        return (
+            f"provisional: every code point the derivation can find for this pipeline "
+            f"({self.record['pipeline_description']}); the exact record is being derived"
+        )
+
+
 def _guard_from(record: dict) -> UnicodeGuard:
     return UnicodeGuard(from_ranges(record["code_points"]), record)
 
 
-__all__ = ["GuardUnavailableError", "UnicodeGuard", "guard_versions", "load_guard", "model_fingerprint"]
+__all__ = ["GuardUnavailableError", "ProvisionalGuard", "UnicodeGuard", "guard_versions", "load_guard", "model_fingerprint"]

@@ -137,34 +137,77 @@ def derive_fast(
 ) -> dict:
     """The fast derivation (see the module docstring). `code_points`: scan exactly these in every
     context instead (tests narrow a derivation so)."""
-    started = time.perf_counter()
-    spec_json = boundary_tokenizer_json(tokenizer_json)
-    oracle = "ids" if spec_json is None else "boundaries"
-    oracle_json = tokenizer_json if spec_json is None else spec_json
-    contexts = derive_contexts(tokenizer_json)
-    reference, candidate = _hf_encoder(oracle_json), {oracle: build_backend(oracle_json).encode_batch}
+    return FastDerivation(tokenizer_json, build_backend, code_points, progress).record(backend_name, key, versions)
 
-    def scanned(points: list[int], over: list[ScanContext] | tuple[ScanContext, ...] = contexts) -> ScanReport:
-        if progress is not None:
-            progress(f"{oracle}: {len(points)} code points x {len(over)} contexts")
-        return scan(reference, candidate, over, points)[oracle]
 
-    if code_points is not None:
-        merged = scanned(code_points)
-    else:
-        runs = candidate_runs(tokenizer_json)
-        chosen = sorted({point for run in runs for point in representatives(run)})
-        first = scanned(chosen)
-        samples = sample(FULL_PLANES, runs) + sample(SCREENED_PLANES, runs, FIXED_PLANES_STRIDE)
-        screened = scanned(samples, SCREEN_CONTEXTS)
-        merged, widen = _spread_over_runs(first, runs)
-        widen += [run_around(point) for point in screened.all_divergent]
-        rest = sorted({point for low, high in widen for point in range(low, high + 1)} - set(chosen))
-        if rest:
-            for context, found in scanned(rest).divergent.items():
-                merged.divergent[context] = sorted({*merged.divergent.get(context, ()), *found})
-        merged.scanned = len(chosen) + len(samples) + len(rest)
-    return _record(tokenizer_json, backend_name, key, versions, contexts, {oracle: merged}, "fast", merged.scanned, started)
+class FastDerivation:
+    """`derive_fast` in two steps. Building it runs the cheap part: the oracle's encoders and the
+    safety-net screen of the sample (a fraction of a second). `bound()` is then a superset of
+    every code point `record()` can find, so it can guard a backend while `record()` (the scan of
+    every candidate run in every context, about a second) runs on another thread."""
+
+    def __init__(
+        self,
+        tokenizer_json: str,
+        build_backend: BackendBuilder,
+        code_points: list[int] | None = None,
+        progress: Callable[[str], None] | None = None,
+    ) -> None:
+        self._started = time.perf_counter()
+        self._tokenizer_json = tokenizer_json
+        self._progress = progress
+        spec_json = boundary_tokenizer_json(tokenizer_json)
+        self._oracle = "ids" if spec_json is None else "boundaries"
+        oracle_json = tokenizer_json if spec_json is None else spec_json
+        self._contexts = derive_contexts(tokenizer_json)
+        self._reference = _hf_encoder(oracle_json)
+        self._candidate = {self._oracle: build_backend(oracle_json).encode_batch}
+        self._code_points = code_points
+        if code_points is None:
+            self._runs = candidate_runs(tokenizer_json)
+            self._samples = sample(FULL_PLANES, self._runs) + sample(SCREENED_PLANES, self._runs, FIXED_PLANES_STRIDE)
+            self._screened = self._scanned(self._samples, SCREEN_CONTEXTS)
+
+    def _scanned(self, points: list[int], over: list[ScanContext] | tuple[ScanContext, ...] | None = None) -> ScanReport:
+        over = self._contexts if over is None else over
+        if self._progress is not None:
+            self._progress(f"{self._oracle}: {len(points)} code points x {len(over)} contexts")
+        return scan(self._reference, self._candidate, over, points)[self._oracle]
+
+    def bound(self) -> frozenset[int]:
+        """Every code point `record()` can find: the candidate runs whole and the run around each
+        code point the screen found divergent (the only places `record()` scans); with
+        `code_points`, those."""
+        if self._code_points is not None:
+            return frozenset(self._code_points)
+        widened = [*self._runs, *(run_around(point) for point in self._screened.all_divergent)]
+        return frozenset(point for low, high in widened for point in range(low, high + 1))
+
+    def record(self, backend_name: str, key: RecordKey, versions: dict[str, str]) -> dict:
+        """The record of the fast derivation (see the module docstring)."""
+        if self._code_points is not None:
+            merged = self._scanned(self._code_points)
+        else:
+            runs = self._runs
+            chosen = sorted({point for run in runs for point in representatives(run)})
+            merged, widen = _spread_over_runs(self._scanned(chosen), runs)
+            widen += [run_around(point) for point in self._screened.all_divergent]
+            rest = sorted({point for low, high in widen for point in range(low, high + 1)} - set(chosen))
+            if rest:
+                for context, found in self._scanned(rest).divergent.items():
+                    merged.divergent[context] = sorted({*merged.divergent.get(context, ()), *found})
+            merged.scanned = len(chosen) + len(self._samples) + len(rest)
+        return _record(
+            self._tokenizer_json,
+            backend_name,
+            key,
+            versions,
+            self._contexts,
+            {self._oracle: merged},
+            "fast",
+            merged.scanned,
+            self._started,
+        )
 
 
 def _spread_over_runs(report: ScanReport, runs: list[tuple[int, int]]) -> tuple[ScanReport, list[tuple[int, int]]]:

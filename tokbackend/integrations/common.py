@@ -4,7 +4,8 @@
   means any registered backend NAME, or "tokbackend-auto". The prefix keeps our values apart
   from the servers' own choices (SGLang's and vLLM's "fastokens" are fastokens' process-global
   patch, not this package).
-- One log line per process saying what serves the tokenizer.
+- One log line per process saying what serves the tokenizer, and after an early start a second
+  once the start-up is finished (`AccelerationOptions.early_start`).
 - No silent downgrade: a model the fast path cannot serve stops the server with the reason,
   unless the environment variable TOKBACKEND_ALLOW_HF_FALLBACK=1 asks to serve it with HF.
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import threading
 
 from tokbackend.backends import BARE_FLAG_BACKENDS
 
@@ -65,6 +67,13 @@ def accelerate_for_server(tokenizer, model: str, flag: str, server: str, *legacy
         ) from error
     state = accelerated.tokbackend
     logger.warning("%s %s tokenizer for %s: %s", server, process, model, state.describe())
+    if not state.build.final:  # an early start: say what serves once it is finished, too
+
+        def log_final() -> None:
+            if state.wait_until_final():
+                logger.warning("%s %s tokenizer for %s, start-up finished: %s", server, process, model, state.describe())
+
+        threading.Thread(target=log_final, name="tokbackend-start-up-line", daemon=True).start()
     if not state.fast_path_enabled and not allow_fallback:
         raise RuntimeError(
             f"tokbackend: {flag}: the fast path is off for {model} ({state.disabled_reason}); refusing to start "

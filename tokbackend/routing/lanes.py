@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import logging
 import threading
 from array import array
 from collections.abc import Callable
@@ -19,10 +20,15 @@ from tokbackend.backends import EncodeBackend, backend_class
 from tokbackend.backends.arrays import encode_array, encode_batch_arrays
 from tokbackend.backends.renewal import RenewingBackend
 from tokbackend.cache import cache_dir
-from tokbackend.guard import UnicodeGuard, load_guard
+from tokbackend.guard import ProvisionalGuard, UnicodeGuard, load_guard
+from tokbackend.guard.scan import format_ranges
+from tokbackend.probe import probe_lane
 
 if TYPE_CHECKING:
     from tokbackend.options import AccelerationOptions
+    from tokbackend.reference import Reference
+
+logger = logging.getLogger("tokbackend")
 
 # texts -> HuggingFace's ids for them (the reference every lane must match)
 HFIds = Callable[[list[str]], list[list[int]]]
@@ -43,6 +49,27 @@ class Lane:
     backend: EncodeBackend
     guard: UnicodeGuard
 
+    @property
+    def provisional(self) -> bool:
+        """Whether its guard is a `ProvisionalGuard` (the exact one not derived yet)."""
+        return isinstance(self.guard, ProvisionalGuard)
+
+    def finished(self) -> Lane:
+        """This lane with its exact guard (derived now if it was provisional)."""
+        if not isinstance(self.guard, ProvisionalGuard):
+            return self
+        exact = self.guard.finish()
+        missed = exact.code_points - self.guard.code_points
+        if missed:  # `FastDerivation.bound` promises none: a broken promise must be seen
+            logger.error(
+                "backend %s: the exact guard holds %d code points its provisional guard did not (%s): "
+                "texts holding them that the backend answered before now may differ from HuggingFace",
+                self.name,
+                len(missed),
+                format_ranges(missed, 8),
+            )
+        return Lane(self.name, self.backend, exact)
+
 
 @dataclasses.dataclass(frozen=True)
 class Routing:
@@ -51,6 +78,14 @@ class Routing:
     single: Lane
     batch: Lane
     reason: str
+    # What serves once it is ready, and the seconds it spent probing (run on a background thread,
+    # `tokbackend.build.upgraded`): the routing with every provisional guard made exact and, for
+    # "auto", the backend it chose in place of the one serving while that loads; raises
+    # NoExactBackend. None: this routing is final.
+    upgrade: Callable[[], tuple[Routing, float]] | None = dataclasses.field(default=None, compare=False)
+    # Serves only until its upgrade replaces its backend (auto's early start): not prepared
+    # (a warm-up and a spare instance would only slow the load of the backend replacing it).
+    interim: bool = dataclasses.field(default=False, compare=False)
 
     def describe(self) -> dict[str, str]:
         return {"single": self.single.name, "batch": self.batch.name, "reason": self.reason}
@@ -88,9 +123,10 @@ class Routing:
         return ids, guarded
 
 
-def build_lane(name: str, tokenizer_json: str, options: AccelerationOptions) -> Lane:
+def build_lane(name: str, tokenizer_json: str, options: AccelerationOptions, early: bool = False) -> Lane:
     """Build backend `name` for this tokenizer.json, bounded by the cache budget where its
     caches never shrink, with its guard. Raises BackendUnavailableError, GuardUnavailableError.
+    `early`: a guard that must be derived is provisional (`Lane.finished()` derives it).
 
     The backend loads on a thread of its own while the guard is found or derived: both loads
     release the GIL (fastokens' `from_json_str` measured; 1.2 s for Qwen3), and a derivation
@@ -112,11 +148,25 @@ def build_lane(name: str, tokenizer_json: str, options: AccelerationOptions) -> 
             lambda text: kind(text, kind.options_for_scanning()),
             guard_mode,
             cache_dir(),
+            early=early,
         )
     except BaseException:
         loading.result()  # a backend that cannot load is the clearer cause: raise that first
         raise
     return Lane(name, loading.result(), guard)
+
+
+def finish_lane(lane: Lane, reference: Reference, options: AccelerationOptions, model: str) -> tuple[Lane | str, float]:
+    """(the lane with its exact guard, or why it is not exact; seconds probing): a lane whose
+    guard was provisional is probed again, since its probe left out every string the
+    provisional guard sent to HuggingFace."""
+    if not lane.provisional:
+        return lane, 0.0
+    final = lane.finished()
+    if not options.probe:
+        return final, 0.0
+    mismatch, seconds = probe_lane(final, reference, model)
+    return (final if mismatch is None else mismatch), seconds
 
 
 class _Loading:

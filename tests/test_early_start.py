@@ -1,0 +1,199 @@
+"""An early start (`early_start`, on by default): `accelerate()` returns as soon as an exact build
+can serve, and what is left (the exact guard of a pipeline without a record, auto's preferred
+backend) is finished on a background thread and swapped in. Exact throughout: a provisional
+guard covers every code point the derivation can find, the finished lane is probed again, and
+the swap is one assignment.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import multiprocessing
+import time
+
+import pytest
+from defects import DropsOnCombiningAcute
+
+import tokbackend
+from equivalence.families import build_family
+from tokbackend import guard as guard_module
+from tokbackend.backends import backend_class
+from tokbackend.guard import ProvisionalGuard, records
+from tokbackend.guard.derive import FastDerivation
+from tokbackend.guard.records import record_key
+from tokbackend.guard.scan import from_ranges
+
+TEXTS = [
+    "Ready? 毕老师说：naïve café, Привет, 🤖 1234",  # non-ASCII that no provisional guard holds
+    "e\u0301 A\u030a combining marks, ſ's case relatives",  # what a provisional guard sends to HF
+    "<|im_start|>user\nhi 12345<|im_end|>",
+]
+
+
+@pytest.fixture
+def unseen_pipeline(monkeypatch, tmp_path):
+    """No shipped record and an empty cache: every pipeline is one tokbackend has not seen."""
+    monkeypatch.setattr(records, "SHIPPED_RECORDS", tmp_path / "no-shipped-records")
+    monkeypatch.setenv("TOKBACKEND_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path
+
+
+@pytest.fixture(scope="module")
+def qwen3():
+    return tokbackend.load_hf("qwen3")
+
+
+@pytest.mark.parametrize("backend", ["gigatoken", "fastokens"])
+def test_an_unseen_pipeline_serves_at_once_under_a_guard_that_covers_the_exact_one(qwen3, unseen_pipeline, backend):
+    fast = tokbackend.accelerate(qwen3, backend)
+    provisional = fast.tokbackend.guard
+    assert isinstance(provisional, ProvisionalGuard) and "provisional" in fast.tokbackend.stats()["guard"]
+    assert not provisional.needs_hf(TEXTS[0]) and provisional.needs_hf(TEXTS[1])
+    for text in TEXTS:
+        assert fast.encode(text) == qwen3.encode(text)
+    assert fast.tokbackend.stats()["fast_texts"] == 2  # the first and the last: the backend answered
+    assert fast.tokbackend.wait_until_final(120)
+    exact = fast.tokbackend.guard
+    assert not isinstance(exact, ProvisionalGuard) and exact.record["matched"] == "derived here"
+    assert exact.code_points <= provisional.code_points
+    assert len(exact.code_points) < len(provisional.code_points)
+    for text in TEXTS:
+        assert fast.encode(text) == qwen3.encode(text)
+
+
+def uncovered(tokenizer_json: str, backend: str) -> frozenset[int]:
+    """What the fast derivation finds (ASCII aside, which no guard holds) outside its own
+    provisional bound: what an early start would have served from the backend unguarded."""
+    kind = backend_class(backend)
+    derivation = FastDerivation(tokenizer_json, lambda text: kind(text, kind.options_for_scanning()))
+    record = derivation.record(backend, record_key(tokenizer_json, kind.guard_family), {})
+    return frozenset(point for point in from_ranges(record["code_points"]) if point >= 0x80) - derivation.bound()
+
+
+# In CI one family per kind of pipeline (NFC + one Split, a Sequence of Splits, GPT-2's bare
+# ByteLevel, Tekken's, SentencePiece-style Metaspace through the ids oracle); all with -m slow.
+CI_FAMILIES = ("qwen3.5", "deepseek-v3", "gpt2", "tekken", "llama2-legacy")
+ALL_FAMILIES = (
+    "qwen3",
+    "qwen3.5",
+    "llama3",
+    "gpt-oss",
+    "cl100k",
+    "deepseek-v3",
+    "kimi-k2",
+    "tekken",
+    "gpt2",
+    "modernbert",
+    "gemma3",
+    "llama2-legacy",
+    "mistral-metaspace",
+)
+
+
+@pytest.mark.parametrize(
+    "family",
+    [pytest.param(name, marks=() if name in CI_FAMILIES else pytest.mark.slow) for name in ALL_FAMILIES],
+)
+@pytest.mark.parametrize("backend", ["gigatoken", "fastokens"])
+def test_the_provisional_bound_covers_what_the_derivation_finds(family, backend):
+    tokenizer_json = build_family(family, "small").backend_tokenizer.to_str()
+    try:
+        backend_class(backend)(tokenizer_json, backend_class(backend).options_for_scanning())
+    except tokbackend.BackendUnavailableError:
+        pytest.skip(f"{backend} cannot load the {family} pipeline (auto serves it with the other backend)")
+    assert uncovered(tokenizer_json, backend) == frozenset()
+
+
+def test_a_bound_that_misses_a_class_is_caught_and_reported(qwen3, unseen_pipeline, monkeypatch, caplog):
+    """Planted: a bound without the candidate runs (every class the derivation scans). The
+    coverage check above fails on it, and the swap to the exact guard says so loudly."""
+    tokenizer_json = qwen3.backend_tokenizer.to_str()
+    monkeypatch.setattr(FastDerivation, "bound", lambda self: frozenset())
+    assert uncovered(tokenizer_json, "gigatoken")
+    with caplog.at_level(logging.ERROR, logger="tokbackend"):
+        fast = tokbackend.accelerate(qwen3, "gigatoken")
+        assert fast.tokbackend.wait_until_final(120)
+    assert any("its provisional guard did not" in record.getMessage() for record in caplog.records)
+
+
+def test_a_derivation_that_misses_a_class_is_caught_by_the_second_probe(
+    qwen3, unseen_pipeline, monkeypatch, register_for_test, caplog
+):
+    """Planted: a backend wrong on texts with a combining mark, and a derivation that finds
+    nothing. Under the provisional guard those texts go to HF and the probe skips them; the
+    finished lane's probe sees them, so the fast path goes off instead of serving them wrong."""
+    register_for_test("drops-on-combining-acute", DropsOnCombiningAcute)
+    # a scan of a few code points, U+0301 among them (a scan of every candidate against this
+    # backend would re-check every string it gets wrong, for minutes)
+    monkeypatch.setattr(guard_module, "DERIVATION_CODE_POINTS", [0x301, *range(0x4E00, 0x4E3F)])
+    derived = FastDerivation.record
+    monkeypatch.setattr(FastDerivation, "record", lambda self, *args: {**derived(self, *args), "code_points": [], "found_by": {}})
+    fast = tokbackend.accelerate(qwen3, "drops-on-combining-acute")
+    assert fast.tokbackend.fast_path_enabled
+    assert fast.encode(TEXTS[1]) == qwen3.encode(TEXTS[1])  # the provisional guard sent it to HF
+    with caplog.at_level(logging.ERROR, logger="tokbackend"):
+        assert fast.tokbackend.wait_until_final(120)
+    assert not fast.tokbackend.fast_path_enabled and "disagrees with HuggingFace" in fast.tokbackend.disabled_reason
+    assert any("finishing the start-up build" in record.getMessage() for record in caplog.records)
+    assert fast.encode(TEXTS[1]) == qwen3.encode(TEXTS[1])
+
+
+def test_strict_starts_are_never_early(qwen3, unseen_pipeline):
+    fast = tokbackend.accelerate(qwen3, "auto", strict=True)
+    assert fast.tokbackend.build.final and not isinstance(fast.tokbackend.guard, ProvisionalGuard)
+
+
+def test_copies_made_during_an_early_start_finish_on_one_shared_build(qwen3, unseen_pipeline):
+    fast = tokbackend.accelerate(qwen3, "auto")
+    assert not fast.tokbackend.build.final
+    clone = copy.deepcopy(fast)
+    for tokenizer in (fast, clone):
+        assert tokenizer.tokbackend.wait_until_final(120)
+        assert tokenizer.encode(TEXTS[0]) == qwen3.encode(TEXTS[0])
+    assert clone.tokbackend.routing.single.backend is fast.tokbackend.routing.single.backend
+    assert fast.tokbackend.routing.single.name == "fastokens"
+
+
+def _in_child(fast, queue):
+    queue.put((fast.encode(TEXTS[0]), fast.tokbackend.wait_until_final(120), fast.tokbackend.routing.single.name))
+
+
+def test_a_child_forked_during_an_early_start_finishes_it_itself(qwen3, unseen_pipeline):
+    fast = tokbackend.accelerate(qwen3, "auto")
+    assert not fast.tokbackend.build.final
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    child = context.Process(target=_in_child, args=(fast, queue))
+    child.start()
+    ids, final, name = queue.get(timeout=180)
+    child.join(30)
+    assert child.exitcode == 0
+    assert ids == qwen3.encode(TEXTS[0]) and final and name == "fastokens"
+    assert fast.tokbackend.wait_until_final(120)
+
+
+def test_the_guard_module_derives_nothing_with_a_record(qwen3, monkeypatch):
+    """With a shipped record there is nothing provisional: no derivation starts at all."""
+    monkeypatch.setattr(guard_module.derive, "FastDerivation", lambda *args, **kwargs: pytest.fail("derived with a record"))
+    fast = tokbackend.accelerate(qwen3, "gigatoken")
+    assert fast.tokbackend.build.final and "shipped" in fast.tokbackend.stats()["guard"]
+
+
+def test_a_server_process_logs_what_serves_at_start_and_once_finished(qwen3, unseen_pipeline, caplog):
+    """On a fresh replica: the start-up line names the provisional guard and the backend serving
+    while auto's choice loads; a second line names the record derived and the choice."""
+    from tokbackend.integrations.common import accelerate_for_server
+
+    def lines():
+        return [record.getMessage() for record in caplog.records if "tokenizer for qwen3" in record.getMessage()]
+
+    with caplog.at_level(logging.WARNING, logger="tokbackend"):
+        fast = accelerate_for_server(qwen3, "qwen3", "--tokenizer-backend tokbackend-auto", "SGLang")
+        assert fast.tokbackend.wait_until_final(120)
+        deadline = time.monotonic() + 30
+        while len(lines()) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+    first, finished = lines()
+    assert "gigatoken serves while fastokens" in first and "provisional" in first
+    assert "start-up finished" in finished and "backend auto (fastokens" in finished and "derived here" in finished
