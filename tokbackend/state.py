@@ -125,6 +125,8 @@ class AccelerationState:
             "guard_record": guard.record.get("path"),
             "guard": guard.source(),
             "segment_cache": self._segment_cache_stats(build),
+            # an early start: whether the build serving is final, and how long finishing it took
+            "start_up": {"final": build.final, "finished_in_s": self.upgrade_seconds},
             **backend_stats,
             **self.counters.snapshot(),
         }
@@ -175,7 +177,7 @@ class AccelerationState:
             upgrading = self._upgrading
             if upgrading is None or upgrading[2] != os.getpid():
                 self._resume_upgrade()
-                upgrading = self._upgrading
+                continue
             upgrading[1].join(None if deadline is None else max(0.0, deadline - time.monotonic()))
             if self.build is build:  # timed out, or its finishing ended without a final build
                 return build.final
