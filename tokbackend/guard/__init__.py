@@ -157,10 +157,13 @@ def load_guard(
         )
     from tokbackend.guard.derive import FastDerivation
 
-    derivation = FastDerivation(tokenizer_json, build_backend, code_points=DERIVATION_CODE_POINTS)
-    finish = functools.partial(_derived, derivation, key, backend_name, versions, cache_dir, why)
-    if not early:
-        return finish()
+    def derivation_for() -> FastDerivation:
+        return FastDerivation(tokenizer_json, build_backend, code_points=DERIVATION_CODE_POINTS)
+
+    if not early:  # derive (or take another process's record) under the lock, nothing before
+        return _derived(derivation_for, key, backend_name, versions, cache_dir, why)
+    derivation = derivation_for()
+    finish = functools.partial(_derived, lambda: derivation, key, backend_name, versions, cache_dir, why)
     # ASCII is never guarded (an ASCII text is answered by the backend: the probe and verify
     # cover it), so the bound leaves it out as every record does.
     bound = frozenset(point for point in derivation.bound() if point >= 0x80)
@@ -168,16 +171,16 @@ def load_guard(
     return ProvisionalGuard(bound, record, finish)
 
 
-def _derived(derivation, key, backend_name: str, versions: dict[str, str], cache_dir: Path, why: str) -> UnicodeGuard:
+def _derived(derivation_for, key, backend_name: str, versions: dict[str, str], cache_dir: Path, why: str) -> UnicodeGuard:
     """The record for `key`: another process's, if one derived it while this one waited for the
-    lock, else `derivation`'s, written to the cache."""
+    lock, else that of `derivation_for()` (a `FastDerivation`), written to the cache."""
     with derivation_lock(cache_dir, key):
         record, _ = find_record(key, cache_dir, versions)
         if record is not None:
             logger.info("using the guard record another process derived: %s", record["path"])
             return _guard_from(record)
         logger.warning("deriving the Unicode divergence guard for backend %s (%s); a one-time scan", backend_name, why)
-        record = derivation.record(backend_name, key, versions)
+        record = derivation_for().record(backend_name, key, versions)
         record = {**record, "path": str(write_record(record, cache_dir / "guards")), "matched": "derived here"}
     logger.warning(
         "guard derived in %.1f s: %d code points, saved to %s",
