@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing
+import os
 import queue as queue_module
+import subprocess
+import sys
 import threading
 from array import array
 
@@ -230,3 +233,49 @@ def test_a_call_that_started_before_a_rebuild_finishes_on_the_build_it_started_w
     assert results["ids"] == expected
     assert results["after"] == hf.encode("x <added_during_the_call> y")
     assert "backend_error" not in fast.tokbackend.stats()["fallbacks"]
+
+
+# -- the background imports of `import tokbackend` -------------------------------------------
+
+_FORK_MID_IMPORT = """
+import os, signal, sys, time
+import tokbackend
+deadline = time.monotonic() + 30
+while "awkward" not in sys.modules and time.monotonic() < deadline:
+    time.sleep(0.0005)
+assert "awkward" in sys.modules  # its import is under way (0.1-0.3 s) on the background thread
+pid = os.fork()
+if pid == 0:
+    import awkward  # a module lock the parent's import thread held would hang here
+    from tokbackend.backends import backend_class
+    kind = backend_class("gigatoken")
+    ids = kind(tokbackend.load_hf("qwen3").backend_tokenizer.to_str()).encode_batch(["a b", "c"])
+    os._exit(0 if ids and all(ids) else 3)
+until = time.monotonic() + 60
+while time.monotonic() < until:
+    done, status = os.waitpid(pid, os.WNOHANG)
+    if done:
+        sys.exit(os.waitstatus_to_exitcode(status))
+    time.sleep(0.05)
+os.kill(pid, signal.SIGKILL)
+sys.exit("the child hung")
+"""
+
+
+def test_a_fork_while_the_backends_libraries_import_in_the_background_leaves_the_child_working():
+    """A fork waits for the background imports: a child forked mid-import would find that
+    module's import lock held by a thread it does not have, and hang on its first import."""
+    done = subprocess.run([sys.executable, "-c", _FORK_MID_IMPORT], timeout=180, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+@pytest.mark.parametrize("setting", ["1", "0"])
+def test_import_tokbackend_imports_the_backends_libraries_in_the_background_unless_turned_off(setting):
+    check = (
+        "import sys, time; import tokbackend; from tokbackend.backends import preload; "
+        "assert preload.wait(60); time.sleep(0.2); print('awkward' in sys.modules)"
+    )
+    environment = {**os.environ, "TOKBACKEND_PRELOAD": setting}
+    done = subprocess.run([sys.executable, "-c", check], env=environment, timeout=120, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == ("True" if setting == "1" else "False")

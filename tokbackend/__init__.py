@@ -15,6 +15,10 @@ from tokbackend.state import AccelerationState
 from tokbackend.tokenizer import AcceleratedTokenizerMixin, accelerate, ids_as_arrays
 from tokbackend.version import VERSION as __version__
 
+from tokbackend.backends import preload as _preload  # isort: skip
+
+_preload.start()
+
 __all__ = [
     "DEFAULT_MODEL",
     "AcceleratedTokenizerMixin",

@@ -21,6 +21,7 @@ _BUILTIN_FACTORIES = {
     "gigatoken": "tokbackend.backends.gigatoken:GigatokenBackend",
     "fastokens": "tokbackend.backends.fastokens:FastokensBackend",
 }
+BUILTIN_BACKENDS = tuple(_BUILTIN_FACTORIES)
 
 # Backends a server flag may name without tokbackend's "tokbackend-" prefix: the flag users know
 # (`--tokenizer-backend gigatoken`), and the backend the integrations default to.
@@ -96,6 +97,7 @@ def reference_backend() -> BackendClass:
 
 __all__ = [
     "BARE_FLAG_BACKENDS",
+    "BUILTIN_BACKENDS",
     "BackendClass",
     "BackendUnavailableError",
     "EncodeBackend",

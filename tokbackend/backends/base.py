@@ -89,6 +89,8 @@ class EncodeBackend(Protocol):
     # How long it takes to load, relative to the others (gigatoken 1, fastokens 3; 10 when not
     # declared): with an early start, "auto" serves with the cheapest while its choice loads.
     load_cost: ClassVar[int]
+    # Optional: `preloads`, modules to import in the background from `import tokbackend`
+    # (`tokbackend.backends.preload`): a library the backend's first calls would import.
 
     def encode(self, text: str) -> list[int]:
         """Ids of one text, special/added tokens inside it matched as HuggingFace does."""

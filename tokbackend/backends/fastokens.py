@@ -51,6 +51,7 @@ class FastokensBackend:
     guard_family = "fastokens"
     auto_preference = 10  # bounded memory, GIL released, the faster on 2 and 16 cores (bench/RESULTS.md)
     load_cost = 3  # about three times gigatoken's load (see GigatokenBackend.load_cost)
+    preloads = ("fastokens",)
     grows_without_bound = False
 
     def __init__(self, tokenizer_json: str, options: FastokensOptions = FastokensOptions()) -> None:

@@ -48,6 +48,9 @@ class GigatokenBackend:
     # `from_json` of Qwen3 0.35 s, of Qwen3.6 0.87 s, against fastokens' `from_json_str` 1.07 s
     # and 2.50 s (quiet 2-core VM): about a third
     load_cost = 1
+    # the library's batch calls import awkward on their first use (0.1-0.3 s on 2 cores), and
+    # awkward's first array conversion numpy.ma (20 ms)
+    preloads = ("gigatoken", "awkward", "numpy.ma")
     grows_without_bound = True
 
     def __init__(self, tokenizer_json: str, options: GigatokenOptions = GigatokenOptions()) -> None:

@@ -1,0 +1,60 @@
+"""The backends' libraries, imported on a background thread from `import tokbackend`.
+
+A library's first import is start-up work that need not wait for `accelerate()`: awkward, which
+gigatoken's batch calls import on their first use, takes 0.1-0.3 s of a 2-core VM, as much as
+HuggingFace's whole load of a 32k-piece vocabulary. Imported while the process does other things
+(a server loads its weights, parses its arguments, starts its workers), it is gone from the
+first build's time. Off with TOKBACKEND_PRELOAD=0.
+
+A child that os.fork() makes while another thread is importing a module would find that
+module's import lock held forever: a fork waits for the thread to end (5 s at most) first.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import threading
+
+PRELOAD_ENV = "TOKBACKEND_PRELOAD"
+_FORK_WAIT_S = 5.0
+
+_thread: threading.Thread | None = None
+
+
+def start() -> None:
+    """Import, on a thread of its own, each installed library the built-in backends declare
+    (`preloads`); a backend from an entry point is imported where it is used. Not a daemon: an
+    interpreter that exits meanwhile waits for the imports to end rather than stopping a thread
+    inside an extension module's initialization."""
+    global _thread
+    if os.environ.get(PRELOAD_ENV, "1") == "0" or _thread is not None:
+        return
+    _thread = threading.Thread(target=_run, name="tokbackend-preload")
+    _thread.start()
+
+
+def _run() -> None:
+    from tokbackend.backends import BUILTIN_BACKENDS, backend_class
+
+    for name in BUILTIN_BACKENDS:
+        try:
+            for module in getattr(backend_class(name), "preloads", ()):
+                if importlib.util.find_spec(module) is not None:
+                    importlib.import_module(module)
+        except Exception:  # noqa: BLE001 - a library that fails to import fails again, loudly, where it is used
+            continue
+
+
+def wait(timeout: float | None = None) -> bool:
+    """Wait for the imports to end; True when they have (or never started)."""
+    thread = _thread
+    if thread is None or thread is threading.current_thread():
+        return True
+    thread.join(timeout)
+    return not thread.is_alive()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=lambda: wait(_FORK_WAIT_S))
