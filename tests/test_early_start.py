@@ -18,9 +18,11 @@ from defects import DropsOnCombiningAcute
 import tokbackend
 from equivalence.families import build_family
 from tokbackend import guard as guard_module
+from tokbackend import state as state_module
 from tokbackend.backends import backend_class
-from tokbackend.guard import ProvisionalGuard, records
-from tokbackend.guard.derive import FastDerivation
+from tokbackend.guard import ProvisionalGuard, derive, records
+from tokbackend.guard.candidates import candidate_runs, run_around, sample
+from tokbackend.guard.derive import FULL_PLANES, FastDerivation, _hf_encoder
 from tokbackend.guard.records import record_key
 from tokbackend.guard.scan import from_ranges
 
@@ -197,3 +199,56 @@ def test_a_server_process_logs_what_serves_at_start_and_once_finished(qwen3, uns
     first, finished = lines()
     assert "gigatoken serves while fastokens" in first and "provisional" in first
     assert "start-up finished" in finished and "backend auto (fastokens" in finished and "derived here" in finished
+
+
+def test_the_screen_on_the_served_tokenizer_sees_what_its_own_instances_see(monkeypatch):
+    """With the ids oracle (a SentencePiece-style pipeline) an early start screens the served
+    tokenizer and backend instead of building its own. Planted: a served backend wrong on one
+    sampled code point outside every candidate run; the bound must hold the run around it."""
+    tokenizer_json = build_family("mistral-metaspace", "small").backend_tokenizer.to_str()
+    kind = backend_class("gigatoken")
+    backend = kind(tokenizer_json, kind.options_for_scanning())
+    planted = next(point for point in sample(FULL_PLANES, candidate_runs(tokenizer_json)) if point > 0x4E00)
+    built = []
+    monkeypatch.setattr(derive, "_hf_encoder", lambda text: built.append(text) or _hf_encoder(text))
+
+    def wrong(texts):
+        return [ids[:-1] if chr(planted) in text else ids for text, ids in zip(texts, backend.encode_batch(texts))]
+
+    def bound(candidate):
+        served = (_hf_encoder(tokenizer_json), candidate)
+        built.clear()
+        derivation = FastDerivation(tokenizer_json, lambda text: pytest.fail("built an instance for the screen"), served=served)
+        assert not built  # the screen used the served encoders
+        return derivation.bound()
+
+    first, last = run_around(planted)
+    assert planted not in bound(backend.encode_batch)
+    assert set(range(first, last + 1)) <= bound(wrong)
+
+
+def test_the_finishing_work_waits_for_a_pause_in_the_calls(qwen3, unseen_pipeline, monkeypatch):
+    """The background work of an early start holds the GIL for long stretches, so it starts in
+    a pause in the calls (the first requests are not made to wait), or after its patience."""
+    monkeypatch.setattr(guard_module, "DERIVATION_CODE_POINTS", [0x301, *range(0x4E00, 0x4E3F)])  # a derivation of a second
+
+    def calls_for(tokenizer, seconds: float) -> None:
+        until = time.monotonic() + seconds
+        while time.monotonic() < until:
+            assert tokenizer.encode(TEXTS[0]) == qwen3.encode(TEXTS[0])
+            time.sleep(0.02)
+
+    # a pause far longer than a call can stall (the lane's warm-up holds the GIL for a while)
+    monkeypatch.setattr(state_module, "UPGRADE_PAUSE_S", 2.0)
+    monkeypatch.setattr(state_module, "UPGRADE_PATIENCE_S", 60.0)
+    fast = tokbackend.accelerate(qwen3, "gigatoken")
+    calls_for(fast, 3.0)
+    assert not fast.tokbackend.build.final  # no pause yet: nothing was started
+    assert fast.tokbackend.wait_until_final(120)  # the pause is here
+
+    monkeypatch.setattr(state_module, "UPGRADE_PATIENCE_S", 0.5)
+    monkeypatch.setenv("TOKBACKEND_CACHE_DIR", str(unseen_pipeline / "another-fresh-cache"))
+    again = tokbackend.accelerate(tokbackend.load_hf("qwen3"), "gigatoken")
+    assert not again.tokbackend.build.final
+    calls_for(again, 4.0)
+    assert again.tokbackend.build.final  # out of patience: finished while the calls went on

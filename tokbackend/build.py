@@ -50,11 +50,13 @@ class Build:
     preparing: threading.Thread | None = dataclasses.field(default=None, compare=False)
     # where the final build of an early start is made, once for every state serving this one
     finishing: Finishing = dataclasses.field(default_factory=lambda: Finishing(), compare=False)
+    # whether nothing is left to swap in (an early start's build is not, `upgraded`); read on
+    # every call, so set once here
+    final: bool = dataclasses.field(init=False, compare=False)
 
-    @property
-    def final(self) -> bool:
-        """Whether nothing is left to swap in (an early start's build is not, `upgraded`)."""
-        return self.routing is None or self.routing.upgrade is None or self.disabled_reason is not None
+    def __post_init__(self) -> None:
+        final = self.routing is None or self.routing.upgrade is None or self.disabled_reason is not None
+        object.__setattr__(self, "final", final)
 
 
 class Finishing:

@@ -34,6 +34,14 @@ logger = logging.getLogger("tokbackend")
 
 _NO_GUARD = UnicodeGuard(frozenset())
 _pid = os.getpid
+_now = time.monotonic
+
+# An early start's finishing work holds the GIL for long stretches (fastokens' load of a large
+# vocabulary: its first 0.35-0.55 s): it starts in a pause of this long in the calls, so that the
+# first calls after accelerate() (a server's first requests) are not made to wait for it, and
+# waits for one at most UPGRADE_PATIENCE_S, so that a process that never pauses gets it too.
+UPGRADE_PAUSE_S = 0.05
+UPGRADE_PATIENCE_S = 2.0
 
 
 def _is_valid_text(text: str) -> bool:
@@ -58,6 +66,7 @@ class AccelerationState:
         # an early start's build being finished: (that build, the thread, the pid that started it)
         self._upgrading: tuple[Build, threading.Thread, int] | None = None
         self.upgrade_seconds: float | None = None
+        self._last_call = 0.0  # when a call last arrived while the build was not final
 
     # -- what stats() and the logs show ---------------------------------------------------------
 
@@ -239,6 +248,7 @@ class AccelerationState:
 
     def _upgrade(self, build: Build) -> None:
         started = time.perf_counter()
+        self._wait_for_a_pause()
         final = build.finishing.result(build, self.options, self.model)
         with self._rebuild_lock:
             if self._serving[0] is not build:
@@ -246,6 +256,17 @@ class AccelerationState:
             self._serving = (final, self._serving[1])
             self.upgrade_seconds = time.perf_counter() - started
         logger.info("%s: start-up build finished in %.1f s: %s", self.model, self.upgrade_seconds, self.describe())
+
+    def _wait_for_a_pause(self) -> None:
+        """Until no call has arrived for UPGRADE_PAUSE_S (counting from now: accelerate() has
+        just returned, its first calls are coming), or UPGRADE_PATIENCE_S have passed."""
+        began = _now()
+        while True:
+            now = _now()
+            quiet = now - max(self._last_call, began)
+            if quiet >= UPGRADE_PAUSE_S or now - began >= UPGRADE_PATIENCE_S:
+                return
+            time.sleep(min(UPGRADE_PAUSE_S - quiet, UPGRADE_PATIENCE_S - (now - began)))
 
     # -- answering ----------------------------------------------------------------------------
 
@@ -266,8 +287,10 @@ class AccelerationState:
         build, seen = self._serving
         if reference.fingerprint() != seen:
             build = self.rebuild(reference)
-        if not build.final and (self._upgrading is None or self._upgrading[2] != _pid()):  # forked meanwhile
-            self._resume_upgrade()
+        if not build.final:
+            self._last_call = _now()
+            if self._upgrading is None or self._upgrading[2] != _pid():  # forked meanwhile
+                self._resume_upgrade()
         if build.disabled_reason is not None:
             self.record_fallback(FallbackReason.FAST_PATH_DISABLED, texts=len(texts))
             return None

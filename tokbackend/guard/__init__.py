@@ -133,12 +133,14 @@ def load_guard(
     mode: str,
     cache_dir: Path,
     early: bool = False,
+    served: tuple[Callable, Callable] | None = None,
 ) -> UnicodeGuard:
     """The guard for this tokenizer and backend family under `mode` ("derive", "refuse" or "off").
 
     `build_backend(tokenizer_json)` makes a throw-away backend instance for a derivation.
     `early`: where a derivation is needed, return at once a `ProvisionalGuard` that covers what
-    the derivation can find, and leave the derivation to its `finish()`.
+    the derivation can find, and leave the derivation to its `finish()`; `served`: the served
+    tokenizer's and backend's encode, which its screen may use (`FastDerivation`).
     """
     if mode == "off":
         return UnicodeGuard(frozenset())
@@ -162,7 +164,7 @@ def load_guard(
 
     if not early:  # derive (or take another process's record) under the lock, nothing before
         return _derived(derivation_for, key, backend_name, versions, cache_dir, why)
-    derivation = derivation_for()
+    derivation = FastDerivation(tokenizer_json, build_backend, code_points=DERIVATION_CODE_POINTS, served=served)
     finish = functools.partial(_derived, lambda: derivation, key, backend_name, versions, cache_dir, why)
     # ASCII is never guarded (an ASCII text is answered by the backend: the probe and verify
     # cover it), so the bound leaves it out as every record does.

@@ -24,7 +24,10 @@ only), whose properties the Unicode stability policy fixes, through two screen c
 full where the screen finds anything.
 
 Derivation uses its own backend instances without a cache budget, so its encodes never count
-toward (or trigger) the serving backend's cache renewals; they are freed when it returns.
+toward (or trigger) the serving backend's cache renewals; they are freed when it returns. The
+one exception is an early start's screen with the ids oracle (`FastDerivation`'s `served`): it
+runs at accelerate() time, before anything is served, on the served tokenizer and backend
+themselves, rather than building a second instance of each on the start-up path.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ from tokbackend.guard.boundaries import boundary_tokenizer_json
 from tokbackend.guard.candidates import FIXED_PLANES_STRIDE, candidate_runs, representatives, run_around, sample
 from tokbackend.guard.contexts import ScanContext, derive_contexts
 from tokbackend.guard.records import RECORD_FORMAT, RecordKey, describe_pipeline
-from tokbackend.guard.scan import ScanReport, plane_code_points, ranges, scan
+from tokbackend.guard.scan import BatchEncoder, ScanReport, plane_code_points, ranges, scan
 
 FULL_PLANES = (0, 1, 2, 3, 14)
 SCREENED_PLANES = (4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15, 16)
@@ -152,27 +155,46 @@ class FastDerivation:
         build_backend: BackendBuilder,
         code_points: list[int] | None = None,
         progress: Callable[[str], None] | None = None,
+        served: tuple[BatchEncoder, BatchEncoder] | None = None,
     ) -> None:
+        """served: (HuggingFace's, the backend's) encode of this very tokenizer, for the screen
+        where the oracle is "ids" (the same tokenizer.json, so the same ids): it then builds
+        no instance of its own before `record()`, which builds them (it runs beside serving
+        calls, and its encodes must not count toward the served backend's renewals)."""
         self._started = time.perf_counter()
         self._tokenizer_json = tokenizer_json
         self._progress = progress
         spec_json = boundary_tokenizer_json(tokenizer_json)
         self._oracle = "ids" if spec_json is None else "boundaries"
-        oracle_json = tokenizer_json if spec_json is None else spec_json
+        self._oracle_json = tokenizer_json if spec_json is None else spec_json
+        self._build_backend = build_backend
+        self._encoders: tuple[BatchEncoder, BatchEncoder] | None = None
         self._contexts = derive_contexts(tokenizer_json)
-        self._reference = _hf_encoder(oracle_json)
-        self._candidate = {self._oracle: build_backend(oracle_json).encode_batch}
         self._code_points = code_points
         if code_points is None:
             self._runs = candidate_runs(tokenizer_json)
             self._samples = sample(FULL_PLANES, self._runs) + sample(SCREENED_PLANES, self._runs, FIXED_PLANES_STRIDE)
-            self._screened = self._scanned(self._samples, SCREEN_CONTEXTS)
+            screen = served if served is not None and self._oracle == "ids" else None
+            self._screened = self._scanned(self._samples, SCREEN_CONTEXTS, screen)
+        else:
+            self._own_encoders()
 
-    def _scanned(self, points: list[int], over: list[ScanContext] | tuple[ScanContext, ...] | None = None) -> ScanReport:
+    def _own_encoders(self) -> tuple[BatchEncoder, BatchEncoder]:
+        if self._encoders is None:
+            self._encoders = (_hf_encoder(self._oracle_json), self._build_backend(self._oracle_json).encode_batch)
+        return self._encoders
+
+    def _scanned(
+        self,
+        points: list[int],
+        over: list[ScanContext] | tuple[ScanContext, ...] | None = None,
+        encoders: tuple[BatchEncoder, BatchEncoder] | None = None,
+    ) -> ScanReport:
         over = self._contexts if over is None else over
+        reference, candidate = encoders or self._own_encoders()
         if self._progress is not None:
             self._progress(f"{self._oracle}: {len(points)} code points x {len(over)} contexts")
-        return scan(self._reference, self._candidate, over, points)[self._oracle]
+        return scan(reference, {self._oracle: candidate}, over, points)[self._oracle]
 
     def bound(self) -> frozenset[int]:
         """Every code point `record()` can find: the candidate runs whole and the run around each

@@ -43,13 +43,17 @@ _PIPELINE_MODEL_FIELDS = re.compile(r'"(type|dropout)":\s*("[^"]*"|[-0-9.eE]+|nu
 
 def installed_versions(libraries: tuple[str, ...]) -> dict[str, str]:
     """The installed versions of `libraries` (a backend's and HF tokenizers')."""
-    versions = {}
-    for library in libraries:
-        try:
-            versions[library] = version(library)
-        except PackageNotFoundError:
-            versions[library] = "not installed"
-    return versions
+    return {library: _installed_version(library) for library in libraries}
+
+
+@functools.cache
+def _installed_version(library: str) -> str:
+    # read once per process (a few ms each from the installed metadata): a library replaced
+    # under a running process is not the one it imported either
+    try:
+        return version(library)
+    except PackageNotFoundError:
+        return "not installed"
 
 
 def model_fingerprint(tokenizer_json: str) -> str:

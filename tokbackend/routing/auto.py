@@ -30,7 +30,7 @@ from tokbackend.guard import GuardUnavailableError
 from tokbackend.probe import probe_lane
 from tokbackend.routing import choices
 from tokbackend.routing.failure import NoExactBackend, Shortfall
-from tokbackend.routing.lanes import Lane, Routing, build_lane, finish_lane
+from tokbackend.routing.lanes import Lane, Routing, build_lane, finish_lane, finished_routing
 
 if TYPE_CHECKING:
     from tokbackend.options import AccelerationOptions
@@ -121,19 +121,17 @@ def _choose(
             )
             routing = Routing(outcome, outcome, reason)
             if outcome.provisional:
-                routing = dataclasses.replace(routing, upgrade=functools.partial(_finished, routing, reference, options, model))
+                inexact = functools.partial(_inexact, model, name)
+                upgrade = functools.partial(finished_routing, routing, reference, options, model, inexact)
+                routing = dataclasses.replace(routing, upgrade=upgrade)
             return routing, probe_seconds
         rejected[name] = outcome
     detail = "; ".join(f"{name}: {why}" for name, why in rejected.items()) or "no candidate backends are registered"
     raise NoExactBackend(Shortfall.NO_CANDIDATE, f"no backend is exact for {model} ({detail})")
 
 
-def _finished(routing: Routing, reference: Reference, options: AccelerationOptions, model: str) -> tuple[Routing, float]:
-    """The chosen routing once its lane's provisional guard is exact."""
-    final, seconds = finish_lane(routing.single, reference, options, model)
-    if isinstance(final, str):
-        raise NoExactBackend(Shortfall.NO_CANDIDATE, f"no backend is exact for {model} ({routing.single.name}: {final})")
-    return Routing(final, final, routing.reason), seconds
+def _inexact(model: str, name: str, why: str, seconds: float) -> NoExactBackend:
+    return NoExactBackend(Shortfall.NO_CANDIDATE, f"no backend is exact for {model} ({name}: {why})")
 
 
 def _bridge(order: list[str]) -> str | None:
@@ -155,7 +153,7 @@ def _qualify(
 ) -> tuple[Lane | str, float]:
     """(the candidate's lane, or why it does not qualify; seconds spent probing)."""
     try:
-        lane = build_lane(name, tokenizer_json, options, early=early)
+        lane = build_lane(name, tokenizer_json, options, early=early, hf_ids=reference.hf_ids)
     except (BackendUnavailableError, GuardUnavailableError, ImportError) as error:
         return f"{type(error).__name__}: {error}", 0.0
     if not options.probe:

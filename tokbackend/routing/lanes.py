@@ -54,22 +54,6 @@ class Lane:
         """Whether its guard is a `ProvisionalGuard` (the exact one not derived yet)."""
         return isinstance(self.guard, ProvisionalGuard)
 
-    def finished(self) -> Lane:
-        """This lane with its exact guard (derived now if it was provisional)."""
-        if not isinstance(self.guard, ProvisionalGuard):
-            return self
-        exact = self.guard.finish()
-        missed = exact.code_points - self.guard.code_points
-        if missed:  # `FastDerivation.bound` promises none: a broken promise must be seen
-            logger.error(
-                "backend %s: the exact guard holds %d code points its provisional guard did not (%s): "
-                "texts holding them that the backend answered before now may differ from HuggingFace",
-                self.name,
-                len(missed),
-                format_ranges(missed, 8),
-            )
-        return Lane(self.name, self.backend, exact)
-
 
 @dataclasses.dataclass(frozen=True)
 class Routing:
@@ -123,10 +107,13 @@ class Routing:
         return ids, guarded
 
 
-def build_lane(name: str, tokenizer_json: str, options: AccelerationOptions, early: bool = False) -> Lane:
+def build_lane(
+    name: str, tokenizer_json: str, options: AccelerationOptions, early: bool = False, hf_ids: HFIds | None = None
+) -> Lane:
     """Build backend `name` for this tokenizer.json, bounded by the cache budget where its
     caches never shrink, with its guard. Raises BackendUnavailableError, GuardUnavailableError.
-    `early`: a guard that must be derived is provisional (`Lane.finished()` derives it).
+    `early`: a guard that must be derived is provisional (`finish_lane` derives it), and its
+    screen may run on `hf_ids` (HuggingFace's ids for this tokenizer) and the lane's backend.
 
     The backend loads on a thread of its own while the guard is found or derived: both loads
     release the GIL (fastokens' `from_json_str` measured; 1.2 s for Qwen3), and a derivation
@@ -149,6 +136,7 @@ def build_lane(name: str, tokenizer_json: str, options: AccelerationOptions, ear
             guard_mode,
             cache_dir(),
             early=early,
+            served=None if hf_ids is None else (hf_ids, lambda texts: loading.result().encode_batch(texts)),
         )
     except BaseException:
         loading.result()  # a backend that cannot load is the clearer cause: raise that first
@@ -158,15 +146,41 @@ def build_lane(name: str, tokenizer_json: str, options: AccelerationOptions, ear
 
 def finish_lane(lane: Lane, reference: Reference, options: AccelerationOptions, model: str) -> tuple[Lane | str, float]:
     """(the lane with its exact guard, or why it is not exact; seconds probing): a lane whose
-    guard was provisional is probed again, since its probe left out every string the
-    provisional guard sent to HuggingFace."""
-    if not lane.provisional:
+    guard was provisional gets the derived one and is probed again, since its probe left out
+    every string the provisional guard sent to HuggingFace."""
+    if not isinstance(lane.guard, ProvisionalGuard):
         return lane, 0.0
-    final = lane.finished()
+    exact = lane.guard.finish()
+    missed = exact.code_points - lane.guard.code_points
+    if missed:  # `FastDerivation.bound` promises none: a broken promise must be seen
+        logger.error(
+            "backend %s: the exact guard holds %d code points its provisional guard did not (%s): "
+            "texts holding them that the backend answered before now may differ from HuggingFace",
+            lane.name,
+            len(missed),
+            format_ranges(missed, 8),
+        )
+    final = Lane(lane.name, lane.backend, exact)
     if not options.probe:
         return final, 0.0
     mismatch, seconds = probe_lane(final, reference, model)
     return (final if mismatch is None else mismatch), seconds
+
+
+def finished_routing(
+    routing: Routing,
+    reference: Reference,
+    options: AccelerationOptions,
+    model: str,
+    inexact: Callable[[str, float], Exception],
+) -> tuple[Routing, float]:
+    """(the routing once its lane's provisional guard is exact, seconds probing): the upgrade
+    of an early start that serves with its final backend. Raises `inexact(why, seconds)` where
+    the second probe finds the lane wrong."""
+    final, seconds = finish_lane(routing.single, reference, options, model)
+    if isinstance(final, str):
+        raise inexact(final, seconds)
+    return Routing(final, final, routing.reason), seconds
 
 
 class _Loading:

@@ -9,7 +9,7 @@ from tokbackend.backends import BackendUnavailableError
 from tokbackend.guard import GuardUnavailableError
 from tokbackend.probe import probe_lane
 from tokbackend.routing.failure import NoExactBackend, Shortfall
-from tokbackend.routing.lanes import Lane, Routing, build_lane, finish_lane
+from tokbackend.routing.lanes import Routing, build_lane, finished_routing
 
 if TYPE_CHECKING:
     from tokbackend.options import AccelerationOptions
@@ -19,30 +19,25 @@ if TYPE_CHECKING:
 def named_routing(reference: Reference, tokenizer_json: str, options: AccelerationOptions, model: str) -> tuple[Routing, float]:
     """(the routing, seconds spent probing); raises NoExactBackend."""
     try:
-        lane = build_lane(options.backend, tokenizer_json, options, early=options.starts_early)
+        lane = build_lane(options.backend, tokenizer_json, options, early=options.starts_early, hf_ids=reference.hf_ids)
     except BackendUnavailableError as error:
         raise NoExactBackend(Shortfall.UNAVAILABLE, str(error)) from error
     except GuardUnavailableError as error:
         raise NoExactBackend(Shortfall.INEXACT, str(error), strict_message=f"tokbackend: {model}: {error}") from error
-    upgrade = functools.partial(_finished, lane, reference, options, model) if lane.provisional else None
-    routing = Routing(lane, lane, "named explicitly", upgrade)
+    routing = Routing(lane, lane, "named explicitly")
+    if lane.provisional:
+        inexact = functools.partial(_inexact, routing)  # a second probe's failure serves on with HF
+        upgrade = functools.partial(finished_routing, routing, reference, options, model, inexact)
+        routing = Routing(lane, lane, routing.reason, upgrade)
     if not options.probe:
         return routing, 0.0
     mismatch, seconds = probe_lane(lane, reference, model)
     if mismatch is not None:
-        raise _inexact(mismatch, routing, seconds)
+        raise _inexact(routing, mismatch, seconds)
     return routing, seconds
 
 
-def _finished(lane: Lane, reference: Reference, options: AccelerationOptions, model: str) -> tuple[Routing, float]:
-    """The routing once the lane's provisional guard is exact (the upgrade of an early start)."""
-    final, seconds = finish_lane(lane, reference, options, model)
-    if isinstance(final, str):
-        raise _inexact(final, Routing(lane, lane, "named explicitly"), seconds)
-    return Routing(final, final, "named explicitly"), seconds
-
-
-def _inexact(mismatch: str, routing: Routing, seconds: float) -> NoExactBackend:
+def _inexact(routing: Routing, mismatch: str, seconds: float) -> NoExactBackend:
     return NoExactBackend(
         Shortfall.INEXACT,
         f"probe mismatch: {mismatch}",
