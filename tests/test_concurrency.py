@@ -273,7 +273,8 @@ def test_a_fork_while_the_backends_libraries_import_in_the_background_leaves_the
 def test_import_tokbackend_imports_the_backends_libraries_in_the_background_unless_turned_off(setting):
     check = (
         "import sys, time; import tokbackend; from tokbackend.backends import preload; "
-        "assert preload.wait(60); time.sleep(0.2); print('awkward' in sys.modules)"
+        "assert preload.wait(60); time.sleep(0.2); "
+        "print(all(name in sys.modules for name in ('awkward', 'tokbackend.guard.derive', 'tokbackend.routing.auto')))"
     )
     environment = {**os.environ, "TOKBACKEND_PRELOAD": setting}
     done = subprocess.run([sys.executable, "-c", check], env=environment, timeout=120, capture_output=True, text=True)

@@ -12,10 +12,12 @@ module's import lock held forever: a fork waits for the thread to end (5 s at mo
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import os
 import threading
+from collections.abc import Callable
 
 PRELOAD_ENV = "TOKBACKEND_PRELOAD"
 _FORK_WAIT_S = 5.0
@@ -23,19 +25,20 @@ _FORK_WAIT_S = 5.0
 _thread: threading.Thread | None = None
 
 
-def start() -> None:
+def start(then: Callable[[], None] | None = None) -> None:
     """Import, on a thread of its own, each installed library the built-in backends declare
-    (`preloads`); a backend from an entry point is imported where it is used. Not a daemon: an
-    interpreter that exits meanwhile waits for the imports to end rather than stopping a thread
-    inside an extension module's initialization."""
+    (`preloads`; a backend from an entry point is imported where it is used), then run `then`
+    (the package's own first-build imports). Not a daemon: an interpreter that exits meanwhile
+    waits for the imports to end rather than stopping a thread inside an extension module's
+    initialization."""
     global _thread
     if os.environ.get(PRELOAD_ENV, "1") == "0" or _thread is not None:
         return
-    _thread = threading.Thread(target=_run, name="tokbackend-preload")
+    _thread = threading.Thread(target=_run, args=(then,), name="tokbackend-preload")
     _thread.start()
 
 
-def _run() -> None:
+def _run(then: Callable[[], None] | None) -> None:
     from tokbackend.backends import BUILTIN_BACKENDS, backend_class
 
     for name in BUILTIN_BACKENDS:
@@ -45,6 +48,9 @@ def _run() -> None:
                     importlib.import_module(module)
         except Exception:  # noqa: BLE001 - a library that fails to import fails again, loudly, where it is used
             continue
+    if then is not None:
+        with contextlib.suppress(Exception):  # the same work is done, and fails loudly, where it is needed
+            then()
 
 
 def wait(timeout: float | None = None) -> bool:
