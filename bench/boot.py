@@ -107,13 +107,18 @@ def main() -> None:
                         run["ratio"] = run["ready_s"] / run["hf_load_s"]
                         runs.append(run)
                     runs.sort(key=lambda run: run["ratio"])
-                    row = {**runs[len(runs) // 2], "ratios": [round(run["ratio"], 2) for run in runs]}
+                    row = {
+                        **runs[len(runs) // 2],
+                        "ratios": [round(run["ratio"], 2) for run in runs],
+                        "exact_in_every_run": all(run["ids_equal_hf"] and run["fast_path_answered"] for run in runs),
+                    }
                     rows.append(row)
                     print(
                         f"{name:<12} {mode:<9} shipped records: {shipped:<3} HF {row['hf_load_s']:.2f} s, "
                         f"ready {row['ready_s']:.2f} s ({row['ratio']:.2f}x HF) on {row['backend']}, "
                         f"final {row['final_s']:.2f} s on {row['final_backend']}, "
-                        f"fast path {row['fast_path_answered']}, ids equal {row['ids_equal_hf']}",
+                        f"fast path {row['fast_path_answered']}, ids equal {row['ids_equal_hf']} "
+                        f"(in every run: {row['exact_in_every_run']})",
                         flush=True,
                     )
     if arguments.json:
