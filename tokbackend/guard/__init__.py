@@ -159,12 +159,12 @@ def load_guard(
         )
     from tokbackend.guard.derive import FastDerivation
 
-    def derivation_for() -> FastDerivation:
-        return FastDerivation(tokenizer_json, build_backend, code_points=DERIVATION_CODE_POINTS)
+    def derivation_for(served=None) -> FastDerivation:
+        return FastDerivation(tokenizer_json, build_backend, code_points=DERIVATION_CODE_POINTS, served=served)
 
     if not early:  # derive (or take another process's record) under the lock, nothing before
         return _derived(derivation_for, key, backend_name, versions, cache_dir, why)
-    derivation = FastDerivation(tokenizer_json, build_backend, code_points=DERIVATION_CODE_POINTS, served=served)
+    derivation = derivation_for(served)
     finish = functools.partial(_derived, lambda: derivation, key, backend_name, versions, cache_dir, why)
     # ASCII is never guarded (an ASCII text is answered by the backend: the probe and verify
     # cover it), so the bound leaves it out as every record does.

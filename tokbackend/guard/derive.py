@@ -176,8 +176,6 @@ class FastDerivation:
             self._samples = sample(FULL_PLANES, self._runs) + sample(SCREENED_PLANES, self._runs, FIXED_PLANES_STRIDE)
             screen = served if served is not None and self._oracle == "ids" else None
             self._screened = self._scanned(self._samples, SCREEN_CONTEXTS, screen)
-        else:
-            self._own_encoders()
 
     def _own_encoders(self) -> tuple[BatchEncoder, BatchEncoder]:
         if self._encoders is None:

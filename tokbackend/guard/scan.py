@@ -9,10 +9,11 @@ a time, in the same context, to name the code points responsible.
 from __future__ import annotations
 
 import dataclasses
-import threading
+import functools
 import time
 from collections.abc import Callable, Iterable, Sequence
 
+from tokbackend.backends.forking import OnItsOwnThread
 from tokbackend.guard.contexts import ScanContext
 
 BatchEncoder = Callable[[list[str]], list[list[int]]]
@@ -110,7 +111,12 @@ def scan(
     groups = [code_points[start : start + _PER_STRING] for start in range(0, len(code_points), _PER_STRING)]
     for context in contexts:
         strings = ["\n".join(context.format(chr(code_point)) for code_point in group) for group in groups]
-        answers = {name: _Beside(candidate, strings) for name, candidate in candidates.items()}
+        # the candidates encode on threads of their own while the reference does: both sides
+        # release the GIL inside their libraries (a start-up screen took 0.13 s one after the other)
+        answers = {
+            name: OnItsOwnThread(functools.partial(candidate, strings), "tokbackend-scan")
+            for name, candidate in candidates.items()
+        }
         expected = reference(strings)
         for name, candidate in candidates.items():
             found: list[int] = []
@@ -122,31 +128,6 @@ def scan(
             progress(context)
     seconds = time.perf_counter() - started
     return {name: ScanReport(found, len(code_points), seconds) for name, found in divergent.items()}
-
-
-class _Beside:
-    """`encode(strings)` on a thread of its own, while the caller runs the reference: both sides
-    release the GIL inside their libraries (a start-up screen took 0.13 s one after the other).
-    A plain thread, not an executor: a derivation may run on while the interpreter shuts down,
-    when executors take no more work."""
-
-    def __init__(self, encode: BatchEncoder, strings: list[str]) -> None:
-        self._answer: list[list[int]] | None = None
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, args=(encode, strings), name="tokbackend-scan")
-        self._thread.start()
-
-    def _run(self, encode: BatchEncoder, strings: list[str]) -> None:
-        try:
-            self._answer = encode(strings)
-        except BaseException as error:  # noqa: BLE001 - raised again by result()
-            self._error = error
-
-    def result(self) -> list[list[int]]:
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        return self._answer
 
 
 def _culprits(reference: BatchEncoder, candidate: BatchEncoder, group: list[int], context: ScanContext) -> list[int]:

@@ -11,13 +11,13 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
-import threading
 from array import array
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from tokbackend.backends import EncodeBackend, backend_class
 from tokbackend.backends.arrays import encode_array, encode_batch_arrays
+from tokbackend.backends.forking import OnItsOwnThread
 from tokbackend.backends.renewal import RenewingBackend
 from tokbackend.cache import cache_dir
 from tokbackend.guard import ProvisionalGuard, UnicodeGuard, load_guard
@@ -126,7 +126,7 @@ def build_lane(
         return kind(tokenizer_json, kind.Options())
 
     guard_mode = options.unicode_guard if kind.needs_unicode_guard else "off"
-    loading = _Loading(load)
+    loading = OnItsOwnThread(load, "tokbackend-backend-load")
     try:
         guard = load_guard(
             tokenizer_json,
@@ -181,26 +181,3 @@ def finished_routing(
     if isinstance(final, str):
         raise inexact(final, seconds)
     return Routing(final, final, routing.reason), seconds
-
-
-class _Loading:
-    """`load()` running on a thread of its own; `result()` waits for it, raising what it raised."""
-
-    def __init__(self, load: Callable[[], EncodeBackend]) -> None:
-        self._load = load
-        self._value: EncodeBackend | None = None
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="tokbackend-backend-load", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        try:
-            self._value = self._load()
-        except BaseException as error:  # noqa: BLE001 - handed to the caller by result()
-            self._error = error
-
-    def result(self) -> EncodeBackend:
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        return self._value
