@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import functools
-from pathlib import Path
+
+from tokbackend.package_data import package_path
 
 
 @functools.lru_cache(maxsize=2)
@@ -16,11 +17,9 @@ def builtin_texts(chars: int = 4_000_000, piece: int = 100_000) -> tuple[str, ..
     cost off the first requests a replica receives. The text is independent of anything a
     benchmark or a user sends, so it warms, it does not memorize.
     """
-    import transformers
-
     pieces: list[str] = []
     total = 0
-    for path in sorted(Path(transformers.__file__).parent.glob("*.py")):
+    for path in sorted(package_path("transformers", ".").glob("*.py")):
         text = path.read_text(encoding="utf-8", errors="replace")
         pieces.append(text)
         total += len(text)

@@ -24,9 +24,9 @@ import json
 import subprocess
 import sys
 import unicodedata
-from pathlib import Path
 
-HISTORY_FILE = Path(__file__).parent / "unicode_history.json"
+from tokbackend.package_data import package_path, read_text
+
 _HANGUL_SYLLABLES = range(0xAC00, 0xD7A4)  # decomposed by algorithm; some tables list it, others not
 _DUMP = """
 import json, sys
@@ -41,7 +41,7 @@ print(json.dumps({"version": u.unidata_version, "props": props}))
 @functools.cache
 def history() -> dict:
     """The shipped table (see the module docstring)."""
-    return json.loads(HISTORY_FILE.read_text(encoding="utf-8"))
+    return json.loads(read_text("tokbackend.guard", "unicode_history.json"))
 
 
 def changed_runs() -> list[tuple[int, int]]:
@@ -126,9 +126,10 @@ def build(installations: list[str]) -> dict:
 
 def main(argv: list[str] | None = None) -> None:
     table = build(list(argv if argv is not None else sys.argv[1:]))
-    HISTORY_FILE.write_text(json.dumps(table, separators=(",", ":")), encoding="utf-8")
+    path = package_path("tokbackend.guard", "unicode_history.json")
+    path.write_text(json.dumps(table, separators=(",", ":")), encoding="utf-8")
     changed = sum(last - first + 1 for first, last in table["changed_runs"])
-    print(f"Unicode {', '.join(table['versions'])}: {len(table['changed_runs'])} runs, {changed} code points -> {HISTORY_FILE}")
+    print(f"Unicode {', '.join(table['versions'])}: {len(table['changed_runs'])} runs, {changed} code points -> {path}")
 
 
 if __name__ == "__main__":

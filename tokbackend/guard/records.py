@@ -30,9 +30,10 @@ from collections.abc import Iterator
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
+from tokbackend.package_data import package_path
 from tokbackend.tokenizer_json import does_nothing, model_head, top_level_sections
 
-SHIPPED_RECORDS = Path(__file__).parent / "shipped"
+SHIPPED_RECORDS = package_path("tokbackend.guard", "shipped")
 BAKED_RECORDS_ENV = "TOKBACKEND_GUARD_DIR"
 # Bumped whenever the derivation changes what it finds, so older records are re-derived.
 RECORD_FORMAT = 3

