@@ -4,12 +4,21 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import os
 import threading
+from pathlib import Path
 
 import pytest
 
+import equivalence
 import tokbackend
 from equivalence.corpus import prompt_text
+
+if os.environ.get("TOKBACKEND_TESTS_INSTALLED"):
+    # .ci/tests: what is tested is the installed wheel, never this checkout
+    for _package in (tokbackend, equivalence):
+        _where = Path(_package.__file__).resolve()
+        assert not _where.is_relative_to(Path(__file__).resolve().parents[1]), f"{_package.__name__} imported from {_where}"
 
 BUILTIN_MODELS = ("qwen3.6", "qwen3")
 # Every exactness and split-surface test that takes `fast_tokenizer` runs on each backend.
