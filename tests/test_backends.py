@@ -130,3 +130,43 @@ def test_raw_gigatoken_single_encode_is_not_thread_safe(hf_tokenizer):
         thread.join(timeout=120)
     assert not any(thread.is_alive() for thread in threads)
     assert any("Already borrowed" in error for error in errors)
+
+
+def _gigatoken_without_awkward(extra: str) -> subprocess.CompletedProcess:
+    # a process where `import awkward` fails, as after a --no-deps install that missed one of its
+    # dependencies: gigatoken's batch call then answers a list of numpy arrays
+    code = (
+        "import sys; sys.modules['awkward'] = None\n"
+        "import tokbackend\n"
+        "hf = tokbackend.load_hf('qwen3')\n"
+        "texts = ['Hello world', 'naïve café 🤖 1234', '', 'x' * 3000]\n"
+        "fast = tokbackend.accelerate(hf, 'gigatoken', strict=True, segment_cache_mib=None)\n" + extra
+    )
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, check=False)
+
+
+def test_gigatoken_without_awkward_serves_both_forms_exactly():
+    completed = _gigatoken_without_awkward(
+        "expected = hf(texts)['input_ids']\n"
+        "assert fast(texts)['input_ids'] == expected\n"
+        "with tokbackend.ids_as_arrays():\n"
+        "    rows = fast(texts)['input_ids']\n"
+        "    one = fast.encode(texts[1])\n"
+        "assert [type(row).__name__ for row in rows] == ['array'] * 4 and [list(row) for row in rows] == expected\n"
+        "assert list(one) == hf.encode(texts[1])\n"
+        "assert fast.tokbackend.stats()['fast_texts'] == 9, fast.tokbackend.stats()\n"
+        "print('served')\n"
+    )
+    assert completed.returncode == 0 and "served" in completed.stdout, completed.stderr[-3000:]
+
+
+def test_gigatoken_answering_an_unknown_form_is_named():
+    backend = object.__new__(GigatokenBackend)  # no vocabulary needed: the library's answer is planted
+    backend._rust = _AnswersTuples()
+    with pytest.raises(TypeError, match=r"returned tuple.*import awkward"):
+        backend.encode_batch_arrays(["a", "b"])
+
+
+class _AnswersTuples:
+    def encode_batch(self, texts, parallel):
+        return tuple(texts)

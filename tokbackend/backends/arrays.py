@@ -25,13 +25,15 @@ def split_uint32(ids: np.ndarray, offsets: np.ndarray) -> list[array]:
     """One `array('q')` per row of a flat uint32 buffer whose row `i` is `ids[offsets[i]:offsets[i + 1]]`.
     Each row is allocated at its size and widened into in one pass (no int64 copy of the whole
     buffer first: that and a byte copy per row cost 3-10x as much for 40 x 34k ids)."""
-    rows = []
-    for start, end in zip(offsets[:-1].tolist(), offsets[1:].tolist()):
-        row = _ZERO * (end - start)
-        if end > start:
-            np.frombuffer(row, dtype=np.int64)[:] = ids[start:end]
-        rows.append(row)
-    return rows
+    return [widened(ids[start:end]) for start, end in zip(offsets[:-1].tolist(), offsets[1:].tolist())]
+
+
+def widened(ids: np.ndarray) -> array:
+    """Numpy ids as one `array('q')`, allocated at its size and widened into in one pass."""
+    row = _ZERO * len(ids)
+    if len(ids):
+        np.frombuffer(row, dtype=np.int64)[:] = ids
+    return row
 
 
 def little_endian_uint32(buffer: bytes) -> np.ndarray:

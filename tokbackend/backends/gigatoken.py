@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from tokbackend.backends.arrays import split_uint32
+from tokbackend.backends.arrays import split_uint32, widened
 from tokbackend.backends.base import import_library, loading_tokenizer_json, panics_as_errors
 from tokbackend.backends.forking import in_forked_child
 from tokbackend.backends.warmup import builtin_texts
@@ -79,10 +79,20 @@ class GigatokenBackend:
         return self._arrays(texts, parallel=len(texts) > 1 and not in_forked_child())
 
     def _arrays(self, texts: list[str], parallel: bool) -> list[array]:
-        # one flat uint32 buffer and its offsets (an awkward array's layout): no Python ints
         with panics_as_errors("gigatoken"):
-            layout = self._rust.encode_batch(texts, parallel=parallel).layout
-        return split_uint32(np.asarray(layout.content.data), np.asarray(layout.offsets.data))
+            result = self._rust.encode_batch(texts, parallel=parallel)
+        layout = getattr(result, "layout", None)
+        if layout is not None:
+            # one flat uint32 buffer and its offsets (an awkward array's layout): no Python ints
+            return split_uint32(np.asarray(layout.content.data), np.asarray(layout.offsets.data))
+        if type(result) is list and all(type(row) is np.ndarray for row in result):
+            # where `import awkward` fails (a --no-deps install without importlib_metadata, say),
+            # gigatoken answers one uint32 array per text
+            return [widened(row) for row in result]
+        raise TypeError(
+            f"tokbackend: gigatoken's encode_batch returned {type(result).__name__}, neither an awkward array nor a list of "
+            "numpy arrays; check that `python -c 'import awkward'` works (pip install awkward) and that gigatoken is 0.10"
+        )
 
     def stats(self) -> dict[str, Any]:
         return {}
