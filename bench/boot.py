@@ -38,7 +38,8 @@ import transformers  # imports are not start-up work of either side
 from transformers import AutoTokenizer
 import tokbackend
 from tokbackend.backends import preload
-preload.wait()  # the backends' libraries, which `import tokbackend` imports in the background
+tokbackend.preload()  # as the server plugins do, while the server does its other start-up work
+preload.wait()  # the backends' libraries: imports are not start-up work of either side
 from tokbackend.guard import records
 if shipped == "no":
     records.SHIPPED_RECORDS = Path(directory) / "no-shipped-records"

@@ -240,6 +240,7 @@ def test_a_call_that_started_before_a_rebuild_finishes_on_the_build_it_started_w
 _FORK_MID_IMPORT = """
 import os, signal, sys, time
 import tokbackend
+tokbackend.preload()
 deadline = time.monotonic() + 30
 while "awkward" not in sys.modules and time.monotonic() < deadline:
     time.sleep(0.0005)
@@ -269,11 +270,21 @@ def test_a_fork_while_the_backends_libraries_import_in_the_background_leaves_the
     assert done.returncode == 0, done.stderr[-2000:]
 
 
-@pytest.mark.parametrize("setting", ["1", "0"])
-def test_import_tokbackend_imports_the_backends_libraries_in_the_background_unless_turned_off(setting):
+def test_import_tokbackend_starts_no_thread_and_imports_no_backend_library():
     check = (
-        "import sys, time; import tokbackend; from tokbackend.backends import preload; "
-        "assert preload.wait(60); time.sleep(0.2); "
+        "import sys, threading; import tokbackend; "
+        "print([thread.name for thread in threading.enumerate()], 'awkward' in sys.modules, 'fastokens' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", check], timeout=120, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "['MainThread'] False False"
+
+
+@pytest.mark.parametrize("setting", ["1", "0"])
+def test_preload_imports_the_backends_libraries_in_the_background_unless_turned_off(setting):
+    check = (
+        "import sys, time; import tokbackend; tokbackend.preload(); from tokbackend.backends import preload; "
+        "assert preload.wait(60); "
         "print(all(name in sys.modules for name in ('awkward', 'tokbackend.guard.derive', 'tokbackend.routing.auto')))"
     )
     environment = {**os.environ, "TOKBACKEND_PRELOAD": setting}

@@ -18,6 +18,15 @@ from tokbackend.version import VERSION as __version__
 from tokbackend.backends import preload as _preload  # isort: skip
 
 
+def preload() -> None:
+    """Import, on a background thread, what the first `accelerate()` would import: the backends'
+    libraries (awkward alone takes 0.1-0.3 s of a 2-core machine), a guard derivation, auto's
+    routing, the library versions guard records name. Returns at once; for a process with other
+    start-up work to do meanwhile (the SGLang and vLLM plugins call it). A fork waits for it.
+    `import tokbackend` itself starts no thread. Off with TOKBACKEND_PRELOAD=0."""
+    _preload.start(then=_first_build_imports)
+
+
 def _first_build_imports() -> None:
     """What the first `accelerate()` imports or reads lazily (~15 ms on 2 cores): a guard
     derivation, auto's routing, and the library versions guard records name."""
@@ -28,8 +37,6 @@ def _first_build_imports() -> None:
 
     guard_versions(tuple(library for name in BUILTIN_BACKENDS for library in backend_class(name).versioned_libraries))
 
-
-_preload.start(then=_first_build_imports)
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -47,5 +54,6 @@ __all__ = [
     "ids_as_arrays",
     "load",
     "load_hf",
+    "preload",
     "register_backend",
 ]

@@ -179,9 +179,11 @@ def test_plain_huggingface_backend_is_left_alone(model_dir, plugins_loaded):
 
 def test_the_stock_cli_parses_the_flag(model_dir):
     """`python -m sglang.launch_server ... --tokenizer-backend gigatoken` in a fresh process: its
-    launcher loads the plugins, then parses (no wrapper around SGLang's own entry point)."""
+    launcher loads the plugins (which start the backends' imports in the background), then
+    parses (no wrapper around SGLang's own entry point)."""
     code = (
         "import sys; from sglang.srt.plugins import load_plugins; load_plugins(); "
+        "from tokbackend.backends import preload; assert preload.started(), 'the plugin did not start the preload'; "
         "from sglang.srt.server_args import prepare_server_args; "
         "print(prepare_server_args(sys.argv[1:]).tokenizer_backend)"
     )

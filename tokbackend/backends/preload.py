@@ -1,10 +1,11 @@
-"""The backends' libraries, imported on a background thread from `import tokbackend`.
+"""The backends' libraries, imported on a background thread when `tokbackend.preload()` asks.
 
 A library's first import is start-up work that need not wait for `accelerate()`: awkward, which
 gigatoken's batch calls import on their first use, takes 0.1-0.3 s of a 2-core VM, as much as
 HuggingFace's whole load of a 32k-piece vocabulary. Imported while the process does other things
 (a server loads its weights, parses its arguments, starts its workers), it is gone from the
-first build's time. Off with TOKBACKEND_PRELOAD=0.
+first build's time. `import tokbackend` starts nothing: the SGLang and vLLM plugins ask for it, in
+every process they register in. Off with TOKBACKEND_PRELOAD=0.
 
 A child that os.fork() makes while another thread is importing a module would find that
 module's import lock held forever: a fork waits for the thread to end (5 s at most) first.
@@ -34,6 +35,8 @@ def start(then: Callable[[], None] | None = None) -> None:
     global _thread
     if os.environ.get(PRELOAD_ENV, "1") == "0" or _thread is not None:
         return
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(before=lambda: wait(_FORK_WAIT_S))
     _thread = threading.Thread(target=_run, args=(then,), name="tokbackend-preload")
     _thread.start()
 
@@ -53,6 +56,11 @@ def _run(then: Callable[[], None] | None) -> None:
             then()
 
 
+def started() -> bool:
+    """Whether this process has started the imports (`start`)."""
+    return _thread is not None
+
+
 def wait(timeout: float | None = None) -> bool:
     """Wait for the imports to end; True when they have (or never started)."""
     thread = _thread
@@ -60,7 +68,3 @@ def wait(timeout: float | None = None) -> bool:
         return True
     thread.join(timeout)
     return not thread.is_alive()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(before=lambda: wait(_FORK_WAIT_S))

@@ -35,6 +35,7 @@ import argparse
 import logging
 import os
 
+import tokbackend
 from tokbackend.integrations.common import DEFAULT_FLAG_VALUE, accelerate_for_server, backend_for_flag, flag_values
 from tokbackend.tokenizer import ids_as_arrays
 
@@ -55,8 +56,11 @@ TARGETS = {
 
 
 def register() -> None:
-    """Entry point for `sglang.srt.plugins`: flag choices, tokenizer hooks, multi-tokenizer workers."""
+    """Entry point for `sglang.srt.plugins`: flag choices, tokenizer hooks, multi-tokenizer workers;
+    the backends' libraries start importing while SGLang does its other start-up work."""
     from sglang.srt.plugins.hook_registry import HookRegistry, HookType
+
+    tokbackend.preload()
 
     hooks = {
         "add_cli_args": _around_add_cli_args,

@@ -23,6 +23,7 @@ import difflib
 import functools
 import logging
 
+import tokbackend
 from tokbackend.integrations.common import accelerate_for_server, flag_values
 
 logger = logging.getLogger("tokbackend")
@@ -32,9 +33,12 @@ _CLASS_PREFIX = "TokbackendTokenizer_"
 
 
 def register() -> None:
-    """Entry point for `vllm.general_plugins`: a tokenizer mode and its renderer per flag value."""
+    """Entry point for `vllm.general_plugins`: a tokenizer mode and its renderer per flag value;
+    the backends' libraries start importing while vLLM does its other start-up work."""
     from vllm.renderers.registry import RENDERER_REGISTRY
     from vllm.tokenizers.registry import TokenizerRegistry
+
+    tokbackend.preload()
 
     for mode in flag_values():
         if TokenizerRegistry.tokenizers.get(mode) != (__name__, class_name(mode)):
