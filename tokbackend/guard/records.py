@@ -215,12 +215,7 @@ def write_record(record: dict, directory: Path) -> Path:
         merged = existing.get("applies_to", []) + [
             versions for versions in record["applies_to"] if versions not in existing.get("applies_to", [])
         ]
-        models = [*existing.get("models", "").split(", "), *record.get("models", "").split(", ")]
-        record = {
-            **existing,
-            "applies_to": merged,
-            **({"models": ", ".join(dict.fromkeys(filter(None, models)))} if any(models) else {}),
-        }
+        record = {**existing, "applies_to": merged, **_merged_labels(existing, record)}
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     temporary.write_text(json.dumps(record, indent=1), encoding="utf-8")
     temporary.replace(path)
