@@ -1,0 +1,301 @@
+"""The docs cannot go stale: every command in README.md, docs/*.md and CONTRIBUTING.md is run by a
+test here or by a step of `.ci/run`, every Python example runs as written, and what the docs
+repeat from the code (verify's exit codes and steps, the version, the extras) is checked against
+the code.
+
+A command is a line of a ```bash block (a `\\` continues it; `# ...` comments are dropped), split
+at ` && `. Each must be one of:
+- RUN_HERE: run as written, here, by `test_the_commands_run_here_run_as_written`;
+- PARSED_HERE: too slow to run here (minutes, a quiet machine); run here with a suffix that makes
+  it only parse its arguments (`--help`, `--collect-only`);
+- a line of `.ci/run`, verbatim;
+- ELSEWHERE: mapped to the test that runs it or parses exactly its arguments (servers that need a
+  GPU, the full verify), or to the line of `.ci/run` that runs it (installs).
+A command in none of them fails `test_every_command_is_run_by_a_test_or_by_ci`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import tokbackend
+from tokbackend import verify
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("*.md"))]
+CI = ROOT / ".ci" / "run"
+FENCE = re.compile(r"^```([^\n]*)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
+LANGUAGES = {"bash", "python", "text"}  # text: output and synopses, which are not commands
+
+# Run as written (cwd: a fresh temporary directory), each with what it must leave behind.
+RUN_HERE = {
+    "tokbackend --version": f"tokbackend {tokbackend.__version__}",
+    "tokbackend verify --help": "exit codes:",
+    "tokbackend guard --help": "--output",
+    "rm -f ~/.cache/tokbackend/auto/choices.json": None,  # run with HOME in the temporary directory
+    # docs/guard-records.md's two lines run as one script, then a process serving from the record
+    "tokbackend guard qwen3.6 --output ./tokbackend-guards": None,
+    "export TOKBACKEND_GUARD_DIR=$PWD/tokbackend-guards": None,
+}
+# Run with a suffix that only parses them: the benchmarks and the thorough profile.
+PARSED_HERE = {
+    "python -m pytest -q -n auto --maxprocesses 4 -m slow tests": "--collect-only -q",
+    "pytest bench/ --benchmark-only --benchmark-json=bench/results.json": "--help",
+    "python bench/report.py bench/results.json": "--help",
+    "python bench/backends.py agents": "--help",
+    "python bench/backends.py cache-cost --prompts 240": "--help",
+    "python bench/boot.py": "--help",
+    "python bench/overhead.py": "--help",
+    "python bench/guard_derivation.py fast": "--help",
+}
+# Run elsewhere: "tests/FILE::TEST" (the test that runs it, or parses exactly its arguments) or
+# ".ci/run: LINE" (the step that runs it).
+ELSEWHERE = {
+    ".ci/run": ".ci/run: set -euo pipefail",  # the CI itself
+    "pip install -e '.[test]'": ".ci/run: python -m pip install -q -e '.[test]'",
+    "tokbackend verify qwen3.6": "tests/test_verify.py::test_full_verify_on_qwen36_with_scan_and_grammar_gate",
+    "version=0.5.23": ".ci/run: for version in 0.5.13 0.5.23; do",
+    "python -m sglang.launch_server --model-path Qwen/Qwen3-8B --tokenizer-backend gigatoken": (
+        "tests/sglang/test_sglang_plugin.py::test_the_stock_cli_parses_the_flag"
+    ),
+    "vllm serve Qwen/Qwen3-8B --tokenizer-mode gigatoken": "tests/vllm/test_vllm_plugin.py::test_the_cli_parses_the_mode",
+    "tokbackend sglang-gate --model-path /models/qwen3 --flag gigatoken -- --tp 1 --constrained-json-disable-any-whitespace": (
+        "tests/test_serving_gate.py::test_the_gate_finds_a_backend_that_drops_an_id_on_long_texts"
+    ),
+    "tokbackend sglang-gate --model-path /models/qwen3 --reference-url http://stock:30000 --candidate-url http://ours:30001": (
+        "tests/test_serving_gate.py::test_the_gate_finds_a_backend_that_drops_an_id_on_long_texts"
+    ),
+}
+# What each of verify's exit codes must say in docs/verify.md's table.
+EXIT_CODE_WORDS = {
+    "EXIT_OK": "exact and usable",
+    "EXIT_MISMATCH": "mismatch",
+    "EXIT_USAGE": "usage error",
+    "EXIT_GRAMMAR": "grammar gate failed",
+    "EXIT_NOT_FOUND": "not found",
+    "EXIT_MISSING_TOOLS": "not installed",
+    "EXIT_UNAVAILABLE": "cannot serve",
+    "EXIT_PARTIAL": "--only",
+}
+CHANGELOG_SECTIONS = ("Added", "Changed", "Deprecated", "Removed", "Fixed", "Security")
+
+
+def fenced_blocks() -> list[tuple[str, str, str]]:
+    """(where, language, text) of every fenced block in the docs; where is 'FILE:LINE'."""
+    found = []
+    for path in DOCS:
+        source = path.read_text(encoding="utf-8")
+        for match in FENCE.finditer(source):
+            line = source.count("\n", 0, match.start()) + 1
+            found.append((f"{path.relative_to(ROOT)}:{line}", match.group(1).strip(), match.group(2)))
+    return found
+
+
+def documented_commands(blocks: list[tuple[str, str, str]] | None = None) -> list[tuple[str, str]]:
+    """(where, command) for every command in the docs' bash blocks."""
+    commands = []
+    for where, language, text in fenced_blocks() if blocks is None else blocks:
+        if language != "bash":
+            continue
+        for line in text.replace("\\\n", " ").splitlines():
+            line = re.sub(r"(^|\s+)#\s.*$", "", line).strip()
+            if line and not line.startswith("#"):
+                commands.extend((where, part.strip()) for part in line.split(" && "))
+    return commands
+
+
+def ci_lines() -> set[str]:
+    return {line.strip() for line in CI.read_text(encoding="utf-8").splitlines() if line.strip()}
+
+
+def uncovered(commands: list[tuple[str, str]]) -> list[str]:
+    known = set(RUN_HERE) | set(PARSED_HERE) | set(ELSEWHERE) | ci_lines()
+    return [f"{where}: {command}" for where, command in commands if command not in known]
+
+
+def bash(script: str, cwd: Path, **env: str) -> subprocess.CompletedProcess:
+    """`script` in bash, with this interpreter's scripts (`tokbackend`, `pytest`) first on PATH."""
+    environment = {**os.environ, **env}
+    environment["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{environment.get('PATH', '')}"
+    return subprocess.run(
+        ["bash", "-c", f"set -euo pipefail\n{script}"],
+        cwd=cwd,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+
+
+# -- every command is run somewhere ------------------------------------------------------------
+
+
+def test_every_fenced_block_says_its_language():
+    """A command in an unlabelled or ```sh block would escape the checks below."""
+    strange = [f"{where}: ```{language}" for where, language, _ in fenced_blocks() if language not in LANGUAGES]
+    assert not strange, f"fenced blocks must be one of {sorted(LANGUAGES)}: {strange}"
+
+
+def test_every_command_is_run_by_a_test_or_by_ci():
+    missing = uncovered(documented_commands())
+    assert not missing, (
+        "commands in the docs that nothing runs (run them in tests/test_docs.py, or map them in its "
+        f"ELSEWHERE to the test or .ci/run line that runs them): {missing}"
+    )
+
+
+def test_a_command_nothing_runs_fails_the_check():
+    """The check above, on a planted block: a command nobody runs is named."""
+    planted = [("planted.md:1", "bash", "tokbackend verify qwen3.6 --quick\ntokbackend --version  # runs here\n")]
+    assert uncovered(documented_commands(planted)) == ["planted.md:1: tokbackend verify qwen3.6 --quick"]
+
+
+def test_the_mappings_name_what_exists():
+    """Every command the mappings name is still in the docs, and what ELSEWHERE points at exists."""
+    documented = {command for _, command in documented_commands()}
+    stale = sorted((set(RUN_HERE) | set(PARSED_HERE) | set(ELSEWHERE)) - documented)
+    assert not stale, f"no longer in the docs, drop them from tests/test_docs.py: {stale}"
+    lines = ci_lines()
+    for command, target in ELSEWHERE.items():
+        if target.startswith(".ci/run: "):
+            assert target.removeprefix(".ci/run: ") in lines, f"{command!r}: .ci/run has no line {target!r}"
+            continue
+        path, name = target.split("::")
+        source = (ROOT / path).read_text(encoding="utf-8")
+        assert re.search(rf"^def {re.escape(name)}\(", source, re.MULTILINE), f"{command!r}: no test {target}"
+        if not command.startswith("tokbackend "):  # tokbackend's own are parsed below
+            options = [word for word in shlex.split(command) if word.startswith("--")]
+            assert all(option in source for option in options), f"{target} does not pass {options}"
+
+
+def test_tokbackend_commands_run_elsewhere_parse():
+    """The heavy tokbackend commands (a full verify, the live gate) parse with today's CLI."""
+    from tokbackend.cli import build_parser
+
+    for command in ELSEWHERE:
+        if command.startswith("tokbackend "):
+            build_parser().parse_args(shlex.split(command)[1:])
+
+
+def test_the_readme_test_command_is_the_one_ci_runs():
+    lines = CI.read_text(encoding="utf-8").splitlines()
+    comment = "# The README's test command (keep the two in step):"
+    marker = next(index for index, line in enumerate(lines) if line.strip() == comment)
+    ci_command = lines[marker + 1].strip()
+    readme = [command for where, command in documented_commands() if where.startswith("README.md")]
+    assert ci_command in readme, f"the README's test command is not .ci/run's {ci_command!r}"
+
+
+@pytest.mark.parametrize("command", sorted(PARSED_HERE))
+def test_the_slow_commands_parse(command, tmp_path):
+    completed = bash(f"cd {shlex.quote(str(ROOT))}\n{command} {PARSED_HERE[command]}", tmp_path)
+    assert completed.returncode == 0, completed.stdout[-2000:] + completed.stderr[-2000:]
+
+
+@pytest.mark.parametrize("command", ["tokbackend --version", "tokbackend verify --help", "tokbackend guard --help"])
+def test_the_commands_run_here_run_as_written(command, tmp_path):
+    completed = bash(command, tmp_path)
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    assert RUN_HERE[command] in completed.stdout
+
+
+def test_resetting_autos_choices_removes_the_file_auto_reads(tmp_path, monkeypatch):
+    from tokbackend.routing import choices
+
+    monkeypatch.delenv("TOKBACKEND_CACHE_DIR", raising=False)
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    choices.remember("some-model", "gigatoken")
+    assert choices.remembered("some-model") == "gigatoken"
+    completed = bash("rm -f ~/.cache/tokbackend/auto/choices.json", tmp_path, HOME=str(tmp_path))
+    assert completed.returncode == 0, completed.stderr
+    assert choices.remembered("some-model") is None
+
+
+def test_a_baked_record_is_found_where_the_docs_say(tmp_path):
+    """docs/guard-records.md: bake the records, point TOKBACKEND_GUARD_DIR at them, serve."""
+    [where] = {where for where, command in documented_commands() if command.startswith("tokbackend guard qwen3.6")}
+    block = next(text for at, language, text in fenced_blocks() if at == where)
+    serve = "import tokbackend; print(tokbackend.load('qwen3.6', 'gigatoken').tokbackend.stats()['guard_record'])"
+    completed = bash(f"{block}\npython -c {shlex.quote(serve)}", tmp_path)
+    assert completed.returncode == 0, completed.stdout[-2000:] + completed.stderr[-2000:]
+    assert completed.stdout.strip().splitlines()[-1].startswith(str(tmp_path / "tokbackend-guards"))
+
+
+# -- every Python example runs as written --------------------------------------------------------
+
+
+@pytest.mark.parametrize("where", [where for where, language, _ in fenced_blocks() if language == "python"])
+def test_every_python_example_runs_as_written(where):
+    text = next(text for at, language, text in fenced_blocks() if at == where)
+    with contextlib.redirect_stdout(io.StringIO()):
+        exec(compile(text, where, "exec"), {"__name__": "__docs__"})
+
+
+# -- what the docs repeat from the code ----------------------------------------------------------
+
+
+def _section(path: Path, heading: str) -> str:
+    source = path.read_text(encoding="utf-8")
+    start = source.index(f"\n{heading}\n")
+    end = source.find("\n## ", start + 1)
+    return source[start : end if end != -1 else None]
+
+
+def test_the_exit_code_table_is_verifys():
+    rows = dict(re.findall(r"^\| (\d+) \| (.+) \|$", _section(ROOT / "docs" / "verify.md", "## Exit codes"), re.MULTILINE))
+    constants = {name: value for name, value in vars(verify).items() if name.startswith("EXIT_")}
+    assert set(constants) == set(EXIT_CODE_WORDS), "a new exit code: say in EXIT_CODE_WORDS what its row must say"
+    assert sorted(int(code) for code in rows) == sorted(constants.values())
+    for name, value in constants.items():
+        assert EXIT_CODE_WORDS[name] in rows[str(value)], f"exit {value} ({name}) is described as {rows[str(value)]!r}"
+
+
+def test_the_sample_output_shows_every_step_verify_runs():
+    steps = re.findall(r'_Step\(report, "([^"]+)"', Path(verify.__file__).read_text(encoding="utf-8"))
+    assert len(steps) == len(verify.STEPS) + 2  # load and boot probe, then the steps --only names
+    sample = next(
+        text for where, language, text in fenced_blocks() if where.startswith("docs/verify.md") and text.startswith("step ")
+    )
+    shown = [line.split("  ")[0] for line in sample.splitlines()[1:] if not line.startswith("result:")]
+    assert shown == steps
+
+
+def test_the_changelogs_newest_release_is_the_version():
+    changelog = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
+    releases = re.findall(r"^## \[([^\]]+)\](?: - (\d{4}-\d{2}-\d{2}))?$", changelog, re.MULTILINE)
+    assert releases[0] == ("Unreleased", "")
+    assert releases[1][0] == tokbackend.__version__ and releases[1][1], releases[1]
+    for index, (name, _) in enumerate(releases):
+        body = re.split(r"^## \[", changelog, flags=re.MULTILINE)[index + 1]
+        sections = re.findall(r"^### (.+)$", body, re.MULTILINE)
+        assert len(sections) == len(set(sections)), f"[{name}] repeats a section: {sections}"
+        assert set(sections) <= set(CHANGELOG_SECTIONS), sections
+        assert re.search(rf"^\[{re.escape(name)}\]: https://", changelog, re.MULTILINE), f"no link for [{name}]"
+
+
+def test_the_version_is_written_once():
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    project = pyproject.split("[project]", 1)[1].split("\n[", 1)[0]
+    assert 'dynamic = ["version"]' in project and not re.search(r"^version\s*=", project, re.MULTILINE)
+    assert 'version = {attr = "tokbackend.version.VERSION"}' in pyproject
+
+
+def test_every_extra_the_docs_name_exists():
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    extras = set(re.findall(r"^(\w+) = \[", pyproject.split("[project.optional-dependencies]", 1)[1].split("\n[", 1)[0], re.M))
+    named = set()
+    for path in DOCS:
+        for group in re.findall(r"(?:tokbackend|\.)\[([\w,]+)\]", path.read_text(encoding="utf-8")):
+            named.update(group.split(","))
+    assert named and named <= extras, f"extras the docs name that pyproject.toml lacks: {sorted(named - extras)}"
