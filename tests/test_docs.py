@@ -48,7 +48,6 @@ RUN_HERE = {
 }
 # Run with a suffix that only parses them: the benchmarks and the thorough profile.
 PARSED_HERE = {
-    "python -m pytest -q -n auto --maxprocesses 4 -m slow tests": "--collect-only -q",
     "pytest bench/ --benchmark-only --benchmark-json=bench/results.json": "--help",
     "python bench/report.py bench/results.json": "--help",
     "python bench/backends.py agents": "--help",
@@ -61,7 +60,8 @@ PARSED_HERE = {
 # ".ci/run: LINE" (the step that runs it).
 ELSEWHERE = {
     ".ci/run": ".ci/run: set -euo pipefail",  # the CI itself
-    "pip install -e '.[test]'": ".ci/run: python -m pip install -q -e '.[test]'",
+    "pip install '.[test]'": '.ci/run: python -m pip install -q "$TOKBACKEND_WHEEL[test]"',
+    "bash .ci/tests -m slow": ".ci/run: bash .ci/tests",  # the same script, the thorough marker
     "tokbackend verify qwen3.6": "tests/test_verify.py::test_full_verify_on_qwen36_with_scan_and_grammar_gate",
     "version=0.5.23": ".ci/run: for version in 0.5.13 0.5.23; do",
     "python -m sglang.launch_server --model-path Qwen/Qwen3-8B --tokenizer-backend gigatoken": (
@@ -109,12 +109,18 @@ def documented_commands(blocks: list[tuple[str, str, str]] | None = None) -> lis
         for line in text.replace("\\\n", " ").splitlines():
             line = re.sub(r"(^|\s+)#\s.*$", "", line).strip()
             if line and not line.startswith("#"):
-                commands.extend((where, part.strip()) for part in line.split(" && "))
+                commands.extend((where, _words(part)) for part in line.split(" && "))
     return commands
 
 
+def _words(command: str) -> str:
+    return " ".join(command.split())
+
+
 def ci_lines() -> set[str]:
-    return {line.strip() for line in CI.read_text(encoding="utf-8").splitlines() if line.strip()}
+    """The commands of `.ci/run`, continuations joined, each part of an `a && b` on its own."""
+    text = CI.read_text(encoding="utf-8").replace("\\\n", " ")
+    return {_words(part) for line in text.splitlines() for part in line.split(" && ") if line.strip()}
 
 
 def uncovered(commands: list[tuple[str, str]]) -> list[str]:
