@@ -7,7 +7,8 @@ objects they return; changes to the tokenizer after acceleration; the segment ca
 conversations; chat-template path; grammar gate; a speed line. Each step yields a `StepResult`;
 the report's exit code follows the documented contract:
 
-    0  the backend is exact and usable for this model: every step ran and passed
+    0  the backend is exact and usable for this model: every step ran and passed; or, with
+       --quick, every step it runs passed (the verdict names the steps it leaves out)
     1  a mismatch was found (minimal counterexamples are printed), or the fast path answered
        none of a step's inputs (such a step proves nothing)
     2  usage error (argparse's, and an unknown step in --only)
@@ -15,7 +16,7 @@ the report's exit code follows the documented contract:
     4  the model was not found locally (the message says how to put it into the cache)
     5  a tool verify needs is not installed (`pip install 'tokbackend[verify]'`)
     6  the backend cannot serve this model (the reason is printed)
-    7  every step that ran passed, but some were skipped (--quick, --only): not a full verification
+    7  every step that ran passed, but some were skipped (--only, a missing tool): not a full verification
 """
 
 from __future__ import annotations
@@ -35,6 +36,10 @@ EXIT_OK, EXIT_MISMATCH, EXIT_USAGE, EXIT_GRAMMAR, EXIT_NOT_FOUND, EXIT_MISSING_T
 EXIT_UNAVAILABLE, EXIT_PARTIAL = 6, 7
 # The steps after load and boot probe, by the names `only` (and `--only`) take.
 STEPS = ("scan", "properties", "arguments", "changes", "segments", "chat", "grammar", "speed")
+# What `quick` leaves out (the minutes of a verification; the other steps run fewer examples),
+# and the detail of those steps: a quick check that passes exits 0, its verdict naming them.
+QUICK_SKIPS = ("scan", "changes", "grammar")
+QUICK_DETAIL = "--quick"
 
 
 @dataclasses.dataclass
@@ -66,7 +71,7 @@ class VerifyReport:
             return EXIT_MISMATCH
         if "grammar" in statuses:
             return EXIT_GRAMMAR
-        if "skipped" in statuses:
+        if any(step.status == "skipped" and step.detail != QUICK_DETAIL for step in self.steps):
             return EXIT_PARTIAL
         return EXIT_OK
 
@@ -215,7 +220,7 @@ def verify_model(
             detail = f"{mismatch.text!r}: backend {mismatch.backend_ids[:12]} vs HF {mismatch.hf_ids[:12]}"
             step.done("mismatch", f"edge string differs at index {mismatch.first_difference}: {detail}")
 
-    skipped_by_quick = {"scan", "changes", "grammar"} if quick else set()
+    skipped_by_quick = set(QUICK_SKIPS) if quick else set()
     steps = {
         "scan": (
             "code-point scan",
@@ -240,7 +245,7 @@ def verify_model(
     }
     for key, (name, run) in steps.items():
         if key in skipped_by_quick:
-            report.steps.append(StepResult(name, "skipped", "--quick", 0.0))
+            report.steps.append(StepResult(name, "skipped", QUICK_DETAIL, 0.0))
         elif only is not None and key not in only:
             report.steps.append(StepResult(name, "skipped", "not in --only", 0.0))
         else:
@@ -587,6 +592,6 @@ def verdict(report: VerifyReport) -> str:
     skipped = [step.name for step in report.steps if step.status == "skipped"]
     if not skipped:
         return "exact and usable"
-    if {step.detail for step in report.steps if step.status == "skipped"} == {"--quick"}:
+    if {step.detail for step in report.steps if step.status == "skipped"} == {QUICK_DETAIL}:
         return f"quick check passed ({', '.join(skipped)} skipped)"
     return f"passed, but NOT a full verification ({', '.join(skipped)} skipped)"
