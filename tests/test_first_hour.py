@@ -18,9 +18,9 @@ from tokbackend import cli
 from tokbackend.verify import EXIT_MISSING_TOOLS, EXIT_NOT_FOUND, EXIT_OK, EXIT_PARTIAL, StepResult, VerifyReport, verdict
 
 
-def _run_cli(*arguments: str, code: str | None = None) -> subprocess.CompletedProcess:
+def _run_cli(*arguments: str, code: str | None = None, cwd=None) -> subprocess.CompletedProcess:
     command = [sys.executable, "-c", code, *arguments] if code else [sys.executable, "-m", "tokbackend.cli", *arguments]
-    return subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+    return subprocess.run(command, capture_output=True, text=True, timeout=600, check=False, cwd=cwd)
 
 
 def test_a_plain_install_brings_no_torch_cuda_or_test_tools():
@@ -42,7 +42,10 @@ def test_verify_names_the_extra_when_its_tools_are_missing():
 
 def test_a_passing_quick_verify_says_what_it_skipped_and_logs_no_warnings(tmp_path):
     report_path = tmp_path / "report.json"
-    completed = _run_cli("verify", "qwen3.6", "--quick", "--json", str(report_path))
+    working = tmp_path / "cwd"
+    working.mkdir()
+    completed = _run_cli("verify", "qwen3.6", "--quick", "--json", str(report_path), cwd=working)
+    assert not list(working.iterdir())  # no `.hypothesis/` (Hypothesis' storage) left in the working directory
     # `verify X --quick || fail` at boot: a passing quick check exits 0, its verdict naming what it left out
     assert completed.returncode == EXIT_OK, completed.stdout + completed.stderr
     assert "quick check passed (code-point scan, changes after acceleration, grammar gate skipped)" in completed.stdout

@@ -4,6 +4,7 @@ class it covers."""
 from __future__ import annotations
 
 import json
+import logging
 import re
 import subprocess
 import sys
@@ -278,8 +279,18 @@ def _only(step: str, capsys, model: str = "qwen3") -> tuple[int, str]:
     return exit_code, capsys.readouterr().out
 
 
-def test_verify_checks_arguments_results_and_changes(capsys):
-    exit_code, output = _only("arguments,changes", capsys)
+def test_verify_checks_arguments_results_and_changes(capsys, caplog, monkeypatch, tmp_path):
+    """...and keeps what its own changed tokenizers log (a backend that cannot serve one, a guard
+    derived for one) out of the user's console, and their guard records out of the user's cache."""
+    from tokbackend.loading import resolve_model
+
+    model = resolve_model("qwen3")  # built in the real cache; the run's own cache is empty
+    monkeypatch.setenv("TOKBACKEND_CACHE_DIR", str(tmp_path))
+    with caplog.at_level(logging.INFO, logger="tokbackend"):
+        exit_code, output = _only("arguments,changes", capsys, model)
+    assert not [record.getMessage() for record in caplog.records if record.levelno >= logging.WARNING]
+    assert not list(tmp_path.glob("guards/*.json"))
+    assert "; HF serves 1 of them, which the backend cannot (why: --json)" in output, output[-3000:]  # NFKC
     assert exit_code == EXIT_PARTIAL, output[-3000:]
     assert re.search(r"^arguments and results\s+ok", output, re.MULTILINE)
     assert re.search(r"^changes after acceleration\s+ok", output, re.MULTILINE)

@@ -138,6 +138,7 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return EXIT_MISSING_TOOLS
+    _hypothesis_storage_in_our_cache()
     try:
         with _logs_beside_progress_bars():
             report = verify_model(
@@ -166,6 +167,20 @@ def _logs_beside_progress_bars():
     from tqdm.contrib.logging import logging_redirect_tqdm
 
     return logging_redirect_tqdm()  # the root logger's console handler, which basicConfig set up
+
+
+def _hypothesis_storage_in_our_cache() -> None:
+    """Hypothesis keeps its storage (a Unicode table it caches) in `.hypothesis/` under the
+    working directory unless told otherwise: a verify run must leave the user's directory as it
+    was. Its examples database is off in every profile (`equivalence.strategies`)."""
+    import os
+
+    from hypothesis.configuration import set_hypothesis_home_dir
+
+    from tokbackend.cache import cache_dir
+
+    if not os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
+        set_hypothesis_home_dir(cache_dir() / "hypothesis")
 
 
 def parse_steps(text: str) -> set[str]:

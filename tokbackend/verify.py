@@ -21,11 +21,14 @@ the report's exit code follows the documented contract:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime
+import logging
 import os
 import platform
 import statistics
+import tempfile
 import time
 from collections.abc import Callable
 from typing import Any
@@ -419,7 +422,11 @@ def _changes(report, hf, backend, announce) -> None:
     accelerated object and through the plain tokenizer sharing its state: every text of the
     change then encodes as HF. Each copy is a deep copy, which shares the accelerated
     tokenizer's build until the change makes it rebuild (and, here, the vocabulary and merges
-    transformers keeps from loading, which no change touches: copying them takes seconds)."""
+    transformers keeps from loading, which no change touches: copying them takes seconds).
+
+    The changed tokenizers are verify's own: what their rebuilds log (a backend that cannot
+    serve one, a guard derived for one) goes into the step's result, not to the user's console,
+    and the guard records derived for them into a scratch directory, not the user's cache."""
     import copy
 
     import tokbackend
@@ -429,23 +436,70 @@ def _changes(report, hf, backend, announce) -> None:
         template = tokbackend.accelerate(hf, backend=backend, early_start=False)
         answered = 0
         kept = {id(value): value for value in vars(template).values() if isinstance(value, (dict, list)) and len(value) > 10_000}
-        for index, change in enumerate(CHANGES):
-            accelerated = copy.deepcopy(template, dict(kept))
-            original = accelerated._tokbackend_plain_copy()  # the HF object, sharing its Rust tokenizer
-            texts = texts_for(change, original)
-            change.apply(original if index % 2 == 0 else accelerated)
-            before = accelerated.tokbackend.stats()["fast_texts"]
-            for text in texts:
-                expected, actual = original.encode(text), accelerated.encode(text)
-                if actual != expected:
-                    announce(f"after {change.name}: {text!r}: HF {expected[:12]}, accelerated {actual[:12]}")
-                    step.done("mismatch", f"after {change.name}, {text!r} differs from HF's ids", counterexample=text)
-                    return
-            answered += accelerated.tokbackend.stats()["fast_texts"] - before
+        with _logs_kept() as logs, _scratch_cache():
+            for index, change in enumerate(CHANGES):
+                accelerated = copy.deepcopy(template, dict(kept))
+                original = accelerated._tokbackend_plain_copy()  # the HF object, sharing its Rust tokenizer
+                texts = texts_for(change, original)
+                change.apply(original if index % 2 == 0 else accelerated)
+                before = accelerated.tokbackend.stats()["fast_texts"]
+                for text in texts:
+                    expected, actual = original.encode(text), accelerated.encode(text)
+                    if actual != expected:
+                        announce(f"after {change.name}: {text!r}: HF {expected[:12]}, accelerated {actual[:12]}")
+                        step.done(
+                            "mismatch", f"after {change.name}, {text!r} differs from HF's ids", counterexample=text, logs=logs
+                        )
+                        return
+                answered += accelerated.tokbackend.stats()["fast_texts"] - before
         if answered == 0:
-            step.done("mismatch", "the fast path answered none of the texts after any change: this step proves nothing")
+            nothing = "the fast path answered none of the texts after any change: this step proves nothing"
+            step.done("mismatch", nothing, logs=logs)
             return
-        step.done("ok", f"{len(CHANGES)} kinds of change seen on the next call; backend answered {answered} texts")
+        turned_off = sum(1 for line in logs if line.startswith("ERROR"))
+        step.done(
+            "ok",
+            f"{len(CHANGES)} kinds of change seen on the next call; backend answered {answered} texts"
+            + (f"; HF serves {turned_off} of them, which the backend cannot (why: --json)" if turned_off else ""),
+            logs=logs,
+        )
+
+
+@contextlib.contextmanager
+def _logs_kept():
+    """The list of tokbackend's log lines meanwhile ('LEVEL message'), which reach no handler."""
+    logger = logging.getLogger("tokbackend")
+    lines: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            lines.append(f"{record.levelname} {record.getMessage()}")
+
+    handler, propagate = Keep(), logger.propagate
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        yield lines
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = propagate
+
+
+@contextlib.contextmanager
+def _scratch_cache():
+    """tokbackend's cache directory (guard records, their locks) in a temporary directory meanwhile."""
+    from tokbackend.cache import CACHE_DIR_ENV
+
+    previous = os.environ.get(CACHE_DIR_ENV)
+    with tempfile.TemporaryDirectory(prefix="tokbackend-verify-") as scratch:
+        os.environ[CACHE_DIR_ENV] = scratch
+        try:
+            yield
+        finally:
+            if previous is None:
+                del os.environ[CACHE_DIR_ENV]
+            else:
+                os.environ[CACHE_DIR_ENV] = previous
 
 
 def _segments(report, hf, backend, profile, examples, seed, quick, announce) -> None:
