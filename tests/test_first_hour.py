@@ -111,6 +111,28 @@ def test_load_does_not_wait_on_a_network_it_cannot_reach():
     assert time.perf_counter() - started < 5
 
 
+@pytest.mark.parametrize("flag", ["--help", "--version"])
+def test_help_and_version_import_no_transformers(flag):
+    code = (
+        "import sys\nimport tokbackend.cli\ntry:\n    tokbackend.cli.main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+        "from tokbackend.backends import preload\npreload.wait()\nprint('transformers' in sys.modules)"
+    )
+    completed = _run_cli(flag, code=code)
+    assert completed.stdout.splitlines()[-1] == "False", completed.stdout + completed.stderr
+
+
+def test_importing_tokbackend_without_torch_prints_no_pytorch_advisory():
+    """A plain install has no torch; transformers' other messages still pass."""
+    code = (
+        "import logging, sys\nsys.modules['torch'] = None\nimport tokbackend\ntokbackend.accelerate\n"
+        "assert 'transformers' in sys.modules\nlogging.getLogger('transformers').warning('another message of transformers')"
+    )
+    completed = _run_cli(code=code)
+    assert completed.returncode == 0, completed.stderr
+    assert "PyTorch was not found" not in completed.stdout + completed.stderr
+    assert "another message of transformers" in completed.stderr
+
+
 def test_version_flag(capsys):
     with pytest.raises(SystemExit) as exit_info:
         cli.main(["--version"])
