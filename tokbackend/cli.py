@@ -227,7 +227,7 @@ def derive_guard(model: str, backend_name: str, output: str | None, full: bool =
     try:
         tokenizer_json = tokbackend.load_hf(model).backend_tokenizer.to_str()
     except tokbackend.ModelNotFoundError as error:
-        print(str(error).removeprefix("tokbackend: "), file=sys.stderr)
+        print(error.cli_message, file=sys.stderr)
         return EXIT_NOT_FOUND
     derive = derive_record if full else derive_fast
     for name in candidates() if backend_name == AUTO else [backend_name]:

@@ -182,7 +182,7 @@ def verify_model(
         try:
             hf = tokbackend.load_hf(model)
         except tokbackend.ModelNotFoundError as error:
-            step.done("not_found", str(error).removeprefix("tokbackend: "))
+            step.done("not_found", error.cli_message)
             return report
         except Exception as error:
             step.done("unavailable", f"HuggingFace cannot load {model!r}: {error}")
