@@ -70,7 +70,10 @@ def test_auto_chooses_an_exact_backend_and_says_why(hf_tokenizer, fresh_auto_cac
     # a second start remembers the choice and builds only the chosen backend
     again = tokbackend.accelerate(hf_tokenizer, "auto", early_start=False)
     assert again.tokbackend.stats()["routing"]["single"] == routing["single"]
-    assert "remembered for this model" in again.tokbackend.stats()["routing"]["reason"]
+    from tokbackend.routing import choices
+
+    reason = again.tokbackend.stats()["routing"]["reason"]
+    assert f"remembered for this model in {choices.choices_file()}; delete that file to choose afresh" in reason
     assert built == ["fastokens", "fastokens"]
 
 
