@@ -146,6 +146,17 @@ def test_importing_tokbackend_without_torch_prints_no_pytorch_advisory():
     assert "another message of transformers" in completed.stderr
 
 
+def test_guard_progress_into_a_file_is_plain_lines(tmp_path):
+    log = tmp_path / "guard.log"
+    with log.open("wb") as handle:  # bytes: text mode would turn a carriage return into a newline
+        command = [sys.executable, "-m", "tokbackend.cli", "guard", "qwen3", "--backend", "fastokens", "--output", str(tmp_path)]
+        completed = subprocess.run(command, stdout=subprocess.PIPE, stderr=handle, timeout=600, check=False)
+    written = log.read_bytes()
+    assert completed.returncode == 0, written[-2000:]
+    assert b"\r" not in written + completed.stdout
+    assert any(line.startswith(b"  fastokens: ") for line in written.splitlines()), written
+
+
 def test_version_flag(capsys):
     with pytest.raises(SystemExit) as exit_info:
         cli.main(["--version"])

@@ -205,7 +205,12 @@ def parse_code_points(text: str) -> list[int]:
 
 
 def _progress_line(text: str) -> None:
-    """One line of progress on stderr, rewritten in place."""
+    """One line of progress on stderr: on a terminal rewritten in place ("" clears it); into a
+    file or a pipe, where a carriage return only garbles the log, a line of its own ("": none)."""
+    if not sys.stderr.isatty():
+        if text:
+            print(text, file=sys.stderr, flush=True)
+        return
     print(f"\r{text[:100].ljust(100)}\r" if text else "\r" + " " * 100 + "\r", end="", file=sys.stderr, flush=True)
 
 
@@ -245,7 +250,8 @@ def derive_guard(model: str, backend_name: str, output: str | None, full: bool =
                 progress=lambda step, name=name: _progress_line(f"  {name}: {step}"),
             )
         except tokbackend.BackendUnavailableError as error:
-            print(f"\r{model}, {name}: cannot serve this model ({error}); no record".ljust(100), file=sys.stderr)
+            _progress_line("")
+            print(f"{model}, {name}: cannot serve this model ({error}); no record", file=sys.stderr)
             continue
         _progress_line("")
         path = write_record(record, Path(output) if output else cache_dir() / "guards")
