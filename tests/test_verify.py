@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import subprocess
 import sys
@@ -24,16 +25,18 @@ from tokbackend.tokenizer import AcceleratedTokenizerMixin
 from tokbackend.verify import EXIT_GRAMMAR, EXIT_MISMATCH, EXIT_OK, EXIT_PARTIAL, EXIT_UNAVAILABLE, EXIT_USAGE, verify_model
 
 
-def _run_cli(*arguments: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "tokbackend.cli", *arguments], capture_output=True, text=True, timeout=600, check=False
-    )
+def _run_cli(*arguments: str, cache_dir=None) -> subprocess.CompletedProcess:
+    """`cache_dir`: tokbackend's cache for the run (else the user's, whose auto choices any
+    process of this user may have written)."""
+    environment = None if cache_dir is None else {**os.environ, "TOKBACKEND_CACHE_DIR": str(cache_dir)}
+    command = [sys.executable, "-m", "tokbackend.cli", *arguments]
+    return subprocess.run(command, capture_output=True, text=True, timeout=600, check=False, env=environment)
 
 
 @pytest.mark.parametrize("model", ["qwen3.6", "qwen3"])
 def test_verify_quick_passes_on_builtin_models_and_says_what_it_left_out(model, tmp_path):
     report_path = tmp_path / "report.json"
-    completed = _run_cli("verify", model, "--quick", "--json", str(report_path))
+    completed = _run_cli("verify", model, "--quick", "--json", str(report_path), cache_dir=tmp_path / "cache")
     assert completed.returncode == EXIT_OK, completed.stdout + completed.stderr
     assert "quick check passed (code-point scan, changes after acceleration, grammar gate skipped)" in completed.stdout
     report = json.loads(report_path.read_text())
