@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import logging
 import multiprocessing
+import threading
 import time
 
 import pytest
@@ -227,28 +228,68 @@ def test_the_screen_on_the_served_tokenizer_sees_what_its_own_instances_see(monk
     assert set(range(first, last + 1)) <= bound(wrong)
 
 
-def test_the_finishing_work_waits_for_a_pause_in_the_calls(qwen3, unseen_pipeline, monkeypatch):
+class HandClock:
+    """The clock of the wait for a pause (`state._now`, `state._sleep`), moved by the test alone:
+    what the wait decides depends on the calls and the patience, not on how loaded the machine is."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.sleepers = 0
+        self.changed = threading.Condition()
+
+    def __call__(self) -> float:
+        with self.changed:
+            return self.now
+
+    def sleep(self, seconds: float) -> None:
+        with self.changed:
+            until = self.now + seconds
+            self.sleepers += 1
+            self.changed.notify_all()
+            self.changed.wait_for(lambda: self.now >= until)
+            self.sleepers -= 1
+
+    def advance(self, seconds: float) -> None:
+        with self.changed:
+            self.now += seconds
+            self.changed.notify_all()
+
+    def wait_for_a_sleeper(self) -> None:
+        with self.changed:
+            self.changed.wait_for(lambda: self.sleepers > 0)
+
+
+@pytest.fixture
+def hand_clock(monkeypatch):
+    clock = HandClock()
+    monkeypatch.setattr(state_module, "_now", clock)
+    monkeypatch.setattr(state_module, "_sleep", clock.sleep)
+    yield clock
+    clock.advance(1e9)  # whatever still waits wakes, and finds the real clock back
+
+
+def test_the_finishing_work_waits_for_a_pause_in_the_calls(qwen3, unseen_pipeline, monkeypatch, hand_clock):
     """The background work of an early start holds the GIL for long stretches, so it starts in
     a pause in the calls (the first requests are not made to wait), or after its patience."""
     monkeypatch.setattr(guard_module, "DERIVATION_CODE_POINTS", [0x301, *range(0x4E00, 0x4E3F)])  # a derivation of a second
-
-    def calls_for(tokenizer, seconds: float) -> None:
-        until = time.monotonic() + seconds
-        while time.monotonic() < until:
-            assert tokenizer.encode(TEXTS[0]) == qwen3.encode(TEXTS[0])
-            time.sleep(0.02)
-
-    # a pause far longer than a call can stall (the lane's warm-up holds the GIL for a while)
     monkeypatch.setattr(state_module, "UPGRADE_PAUSE_S", 2.0)
     monkeypatch.setattr(state_module, "UPGRADE_PATIENCE_S", 60.0)
+
+    def calls_for(tokenizer, seconds: float, apart: float) -> None:
+        for _ in range(round(seconds / apart)):
+            hand_clock.advance(apart)
+            assert tokenizer.encode(TEXTS[0]) == qwen3.encode(TEXTS[0])
+
     fast = tokbackend.accelerate(qwen3, "gigatoken")
-    calls_for(fast, 3.0)
+    calls_for(fast, 6.0, apart=0.5)
+    hand_clock.wait_for_a_sleeper()  # the finishing work has looked at the calls, and waits on
     assert not fast.tokbackend.build.final  # no pause yet: nothing was started
-    assert fast.tokbackend.wait_until_final(120)  # the pause is here
+    hand_clock.advance(2.0)  # the pause
+    assert fast.tokbackend.wait_until_final(600)
 
     monkeypatch.setattr(state_module, "UPGRADE_PATIENCE_S", 0.5)
     monkeypatch.setenv("TOKBACKEND_CACHE_DIR", str(unseen_pipeline / "another-fresh-cache"))
     again = tokbackend.accelerate(tokbackend.load_hf("qwen3"), "gigatoken")
     assert not again.tokbackend.build.final
-    calls_for(again, 4.0)
-    assert again.tokbackend.build.final  # out of patience: finished while the calls went on
+    calls_for(again, 1.0, apart=0.1)  # never a pause; the last call leaves none either
+    assert again.tokbackend.wait_until_final(600)  # out of patience: finished all the same

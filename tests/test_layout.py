@@ -14,7 +14,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "tokbackend"
 
 LAYERS = [
     # plain primitives: versions, paths, reading tokenizer.json, the backends below the cut
-    ["version", "cache", "package_data", "tokenizer_json", "models", "backends", "policy", "stats"],
+    ["version", "cache", "package_data", "hf_import", "tokenizer_json", "models", "backends", "policy", "stats"],
     # what the backends are served with: the Unicode guard, the segment cache
     ["guard", "segments"],
     # which backend answers what (the only place that knows "auto"), the probe that admits it

@@ -70,7 +70,10 @@ def test_auto_chooses_an_exact_backend_and_says_why(hf_tokenizer, fresh_auto_cac
     # a second start remembers the choice and builds only the chosen backend
     again = tokbackend.accelerate(hf_tokenizer, "auto", early_start=False)
     assert again.tokbackend.stats()["routing"]["single"] == routing["single"]
-    assert "remembered for this model" in again.tokbackend.stats()["routing"]["reason"]
+    from tokbackend.routing import choices
+
+    reason = again.tokbackend.stats()["routing"]["reason"]
+    assert f"remembered for this model in {choices.choices_file()}; delete that file to choose afresh" in reason
     assert built == ["fastokens", "fastokens"]
 
 
@@ -198,15 +201,21 @@ def test_probe_raises_in_strict_mode(fresh_pair, register_for_test):
 
 def test_boot_probe_is_within_budget(fast_tokenizer):
     """A few milliseconds on a prepared backend (at start-up the probe also pays for a backend's
-    first call: thread pools, lazy tables)."""
+    first call: thread pools, lazy tables). Counted in this process's CPU time (its threads
+    included), which other processes' load does not stretch as it stretches the wall clock
+    (0.21 s of wall clock in one loaded run)."""
+    import time
+
     from tokbackend.probe import run_probe
     from tokbackend.tokenizer import reference_of
 
     state = fast_tokenizer.tokbackend
     assert state.probe_seconds > 0
     assert state.wait_until_prepared(120)
+    started = time.process_time()
     result = run_probe(state.backend, reference_of(fast_tokenizer), state.guard)
-    assert result.mismatch is None and result.seconds < 0.05, result.seconds
+    cpu_seconds = time.process_time() - started
+    assert result.mismatch is None and cpu_seconds < 0.05, (cpu_seconds, result.seconds)
 
 
 def test_unloadable_tokenizer_raises_a_clear_error(fresh_pair, caplog):

@@ -6,16 +6,39 @@
 >>> fast.tokbackend.stats()                             # doctest: +SKIP
 """
 
+import importlib
+
 from tokbackend.backends import BackendUnavailableError, EncodeBackend, available_backends, register_backend
 from tokbackend.build import FastPathError
-from tokbackend.loading import DEFAULT_MODEL, ModelNotFoundError, load, load_hf
 from tokbackend.options import AccelerationOptions
 from tokbackend.policy import FallbackReason
 from tokbackend.state import AccelerationState
-from tokbackend.tokenizer import AcceleratedTokenizerMixin, accelerate, ids_as_arrays
 from tokbackend.version import VERSION as __version__
 
 from tokbackend.backends import preload as _preload  # isort: skip
+
+# What imports transformers (about a second) is imported on first use: `tokbackend --help`, a
+# process that registers a backend or reads the version, imports none of it. Whoever calls these
+# has a HuggingFace tokenizer, so transformers is imported already.
+_ON_FIRST_USE = {
+    "DEFAULT_MODEL": "tokbackend.loading",
+    "ModelNotFoundError": "tokbackend.loading",
+    "load": "tokbackend.loading",
+    "load_hf": "tokbackend.loading",
+    "AcceleratedTokenizerMixin": "tokbackend.tokenizer",
+    "accelerate": "tokbackend.tokenizer",
+    "ids_as_arrays": "tokbackend.tokenizer",
+}
+
+
+def __getattr__(name: str):
+    if name in {"loading", "tokenizer"}:  # `tokbackend.loading.resolve_model` after `import tokbackend`
+        return importlib.import_module(f"tokbackend.{name}")
+    if name not in _ON_FIRST_USE:
+        raise AttributeError(f"module 'tokbackend' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_ON_FIRST_USE[name]), name)
+    globals()[name] = value
+    return value
 
 
 def preload() -> None:

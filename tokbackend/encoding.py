@@ -17,7 +17,10 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from transformers.tokenization_utils_base import BatchEncoding
+from tokbackend.hf_import import without_the_torch_advisory
+
+with without_the_torch_advisory():
+    from transformers.tokenization_utils_base import BatchEncoding
 
 
 class _Encodings:

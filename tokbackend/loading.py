@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +25,55 @@ def resolve_model(name_or_path: str) -> str:
 
 
 class ModelNotFoundError(OSError):
-    """The model is not built in, not a local directory, and not in the local HuggingFace cache."""
+    """The model is not built in, not a local directory, and not in the local HuggingFace cache.
+    `str()` is the message for Python callers; `cli_message` the one for `tokbackend` commands,
+    which download nothing and take no `local_files_only`."""
+
+    def __init__(self, message: str, cli_message: str | None = None) -> None:
+        super().__init__(message)
+        self.cli_message = cli_message or message.removeprefix("tokbackend: ")
+
+
+# What a tokenizer directory holds at least one of (AutoTokenizer reads its class from them).
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "config.json")
+
+
+def is_path_like(name_or_path: str) -> bool:
+    """Whether MODEL names a directory rather than a hub id ("name" or "org/name"): it starts with
+    ".", "/" or "~", holds a separator of this system other than a hub id's one "/", or is no
+    valid hub id at all."""
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+    if name_or_path.startswith((".", "/", "~")) or name_or_path.count("/") > 1 or (os.sep != "/" and os.sep in name_or_path):
+        return True
+    try:
+        validate_repo_id(name_or_path)
+    except HFValidationError:
+        return True
+    return False
+
+
+def _not_found(name_or_path: str, resolved: str) -> ModelNotFoundError | None:
+    """Why `resolved` cannot be loaded without the network, or None when it can be tried."""
+    path = Path(resolved).expanduser()
+    if path.is_dir():
+        if any((path / name).is_file() for name in TOKENIZER_FILES):
+            return None
+        files = ", ".join(TOKENIZER_FILES)
+        return ModelNotFoundError(f"tokbackend: directory {name_or_path!r} holds no tokenizer (none of {files})")
+    if is_path_like(name_or_path):
+        return ModelNotFoundError(f"tokbackend: directory {name_or_path!r} does not exist ({path.absolute()})")
+    if _in_hf_cache(resolved):
+        return None
+    where = (
+        f"{name_or_path!r} is not a built-in model ({', '.join(BUILTIN_MODELS)}), not a local directory, "
+        "and not in the local HuggingFace cache. Put its tokenizer into the cache on a machine with network access "
+        f"(`hf download {name_or_path} --include 'tokenizer*'`; HF_HOME says where the cache is), or pass a local directory"
+    )
+    return ModelNotFoundError(
+        f"tokbackend: {where}, or pass local_files_only=False to let transformers download it.",
+        cli_message=f"{where} (the `tokbackend` commands download nothing).",
+    )
 
 
 def load_hf(name_or_path: str, **from_pretrained_kwargs: Any) -> PreTrainedTokenizerBase:
@@ -38,14 +87,12 @@ def load_hf(name_or_path: str, **from_pretrained_kwargs: Any) -> PreTrainedToken
 
     resolved = resolve_model(name_or_path)
     from_pretrained_kwargs.setdefault("local_files_only", True)
-    if from_pretrained_kwargs["local_files_only"] and not Path(resolved).is_dir() and not _in_hf_cache(resolved):
-        raise ModelNotFoundError(
-            f"tokbackend: {name_or_path!r} is not a built-in model ({', '.join(BUILTIN_MODELS)}), not a local directory, "
-            "and not in the local HuggingFace cache. Put its tokenizer into the cache on a machine with network access "
-            f"(`hf download {name_or_path} --include 'tokenizer*'`), pass a local directory, or pass local_files_only=False "
-            "to let transformers download it."
-        )
-    return AutoTokenizer.from_pretrained(resolved, **from_pretrained_kwargs)
+    if from_pretrained_kwargs["local_files_only"]:
+        missing = _not_found(name_or_path, resolved)
+        if missing is not None:
+            raise missing
+    target = str(Path(resolved).expanduser()) if resolved.startswith("~") else resolved
+    return AutoTokenizer.from_pretrained(target, **from_pretrained_kwargs)
 
 
 def _in_hf_cache(repo_id: str) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from tokbackend.backends.arrays import encode_batch_arrays
@@ -81,9 +82,20 @@ def probe_strings(added_tokens: list[str]) -> list[str]:
 def run_probe(backend: EncodeBackend, reference: Reference, guard: UnicodeGuard) -> ProbeResult:
     """Compare `backend` with HuggingFace (`reference.hf_ids`) on `probe_strings`, leaving
     out strings the Unicode guard sends to HuggingFace anyway."""
-    started = time.perf_counter()
     strings = [text for text in probe_strings(reference.added_tokens()) if not guard.needs_hf(text)]
-    hf_ids = reference.hf_ids(strings)
+    return _compared(backend, strings, reference.hf_ids)
+
+
+def ascii_probe(backend: EncodeBackend, hf_ids: Callable[[list[str]], list[list[int]]]) -> ProbeResult:
+    """`run_probe` on the ASCII edge strings alone, which no guard sends to HuggingFace: a
+    backend wrong on one of them cannot be made exact by any guard (milliseconds; run before a
+    guard is derived for a backend, whose derivation would find nearly every code point divergent)."""
+    return _compared(backend, [text for text in EDGE_STRINGS if text.isascii()], hf_ids)
+
+
+def _compared(backend: EncodeBackend, strings: list[str], hf_ids: Callable[[list[str]], list[list[int]]]) -> ProbeResult:
+    started = time.perf_counter()
+    expected = hf_ids(strings)
     mismatch = None
     try:
         # both forms the lane serves: lists, and `array('q')` rows (a path of its own in a backend)
@@ -92,7 +104,7 @@ def run_probe(backend: EncodeBackend, reference: Reference, guard: UnicodeGuard)
         return ProbeResult(len(strings), time.perf_counter() - started, ProbeMismatch(f"<backend raised {error!r}>", [], []))
     for backend_ids in answers:
         mismatch = next(
-            (ProbeMismatch(text, ours, theirs) for text, ours, theirs in zip(strings, backend_ids, hf_ids) if ours != theirs),
+            (ProbeMismatch(text, ours, theirs) for text, ours, theirs in zip(strings, backend_ids, expected) if ours != theirs),
             None,
         )
         if mismatch is not None:

@@ -7,7 +7,8 @@ objects they return; changes to the tokenizer after acceleration; the segment ca
 conversations; chat-template path; grammar gate; a speed line. Each step yields a `StepResult`;
 the report's exit code follows the documented contract:
 
-    0  the backend is exact and usable for this model: every step ran and passed
+    0  the backend is exact and usable for this model: every step ran and passed; or, with
+       --quick, every step it runs passed (the verdict names the steps it leaves out)
     1  a mismatch was found (minimal counterexamples are printed), or the fast path answered
        none of a step's inputs (such a step proves nothing)
     2  usage error (argparse's, and an unknown step in --only)
@@ -15,16 +16,19 @@ the report's exit code follows the documented contract:
     4  the model was not found locally (the message says how to put it into the cache)
     5  a tool verify needs is not installed (`pip install 'tokbackend[verify]'`)
     6  the backend cannot serve this model (the reason is printed)
-    7  every step that ran passed, but some were skipped (--quick, --only): not a full verification
+    7  every step that ran passed, but some were skipped (--only, a missing tool): not a full verification
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime
+import logging
 import os
 import platform
 import statistics
+import tempfile
 import time
 from collections.abc import Callable
 from typing import Any
@@ -35,6 +39,10 @@ EXIT_OK, EXIT_MISMATCH, EXIT_USAGE, EXIT_GRAMMAR, EXIT_NOT_FOUND, EXIT_MISSING_T
 EXIT_UNAVAILABLE, EXIT_PARTIAL = 6, 7
 # The steps after load and boot probe, by the names `only` (and `--only`) take.
 STEPS = ("scan", "properties", "arguments", "changes", "segments", "chat", "grammar", "speed")
+# What `quick` leaves out (the minutes of a verification; the other steps run fewer examples),
+# and the detail of those steps: a quick check that passes exits 0, its verdict naming them.
+QUICK_SKIPS = ("scan", "changes", "grammar")
+QUICK_DETAIL = "--quick"
 
 
 @dataclasses.dataclass
@@ -66,7 +74,7 @@ class VerifyReport:
             return EXIT_MISMATCH
         if "grammar" in statuses:
             return EXIT_GRAMMAR
-        if "skipped" in statuses:
+        if any(step.status == "skipped" and step.detail != QUICK_DETAIL for step in self.steps):
             return EXIT_PARTIAL
         return EXIT_OK
 
@@ -174,7 +182,7 @@ def verify_model(
         try:
             hf = tokbackend.load_hf(model)
         except tokbackend.ModelNotFoundError as error:
-            step.done("not_found", str(error).removeprefix("tokbackend: "))
+            step.done("not_found", error.cli_message)
             return report
         except Exception as error:
             step.done("unavailable", f"HuggingFace cannot load {model!r}: {error}")
@@ -215,7 +223,7 @@ def verify_model(
             detail = f"{mismatch.text!r}: backend {mismatch.backend_ids[:12]} vs HF {mismatch.hf_ids[:12]}"
             step.done("mismatch", f"edge string differs at index {mismatch.first_difference}: {detail}")
 
-    skipped_by_quick = {"scan", "changes", "grammar"} if quick else set()
+    skipped_by_quick = set(QUICK_SKIPS) if quick else set()
     steps = {
         "scan": (
             "code-point scan",
@@ -240,7 +248,7 @@ def verify_model(
     }
     for key, (name, run) in steps.items():
         if key in skipped_by_quick:
-            report.steps.append(StepResult(name, "skipped", "--quick", 0.0))
+            report.steps.append(StepResult(name, "skipped", QUICK_DETAIL, 0.0))
         elif only is not None and key not in only:
             report.steps.append(StepResult(name, "skipped", "not in --only", 0.0))
         else:
@@ -414,7 +422,11 @@ def _changes(report, hf, backend, announce) -> None:
     accelerated object and through the plain tokenizer sharing its state: every text of the
     change then encodes as HF. Each copy is a deep copy, which shares the accelerated
     tokenizer's build until the change makes it rebuild (and, here, the vocabulary and merges
-    transformers keeps from loading, which no change touches: copying them takes seconds)."""
+    transformers keeps from loading, which no change touches: copying them takes seconds).
+
+    The changed tokenizers are verify's own: what their rebuilds log (a backend that cannot
+    serve one, a guard derived for one) goes into the step's result, not to the user's console,
+    and the guard records derived for them into a scratch directory, not the user's cache."""
     import copy
 
     import tokbackend
@@ -424,23 +436,70 @@ def _changes(report, hf, backend, announce) -> None:
         template = tokbackend.accelerate(hf, backend=backend, early_start=False)
         answered = 0
         kept = {id(value): value for value in vars(template).values() if isinstance(value, (dict, list)) and len(value) > 10_000}
-        for index, change in enumerate(CHANGES):
-            accelerated = copy.deepcopy(template, dict(kept))
-            original = accelerated._tokbackend_plain_copy()  # the HF object, sharing its Rust tokenizer
-            texts = texts_for(change, original)
-            change.apply(original if index % 2 == 0 else accelerated)
-            before = accelerated.tokbackend.stats()["fast_texts"]
-            for text in texts:
-                expected, actual = original.encode(text), accelerated.encode(text)
-                if actual != expected:
-                    announce(f"after {change.name}: {text!r}: HF {expected[:12]}, accelerated {actual[:12]}")
-                    step.done("mismatch", f"after {change.name}, {text!r} differs from HF's ids", counterexample=text)
-                    return
-            answered += accelerated.tokbackend.stats()["fast_texts"] - before
+        with _logs_kept() as logs, _scratch_cache():
+            for index, change in enumerate(CHANGES):
+                accelerated = copy.deepcopy(template, dict(kept))
+                original = accelerated._tokbackend_plain_copy()  # the HF object, sharing its Rust tokenizer
+                texts = texts_for(change, original)
+                change.apply(original if index % 2 == 0 else accelerated)
+                before = accelerated.tokbackend.stats()["fast_texts"]
+                for text in texts:
+                    expected, actual = original.encode(text), accelerated.encode(text)
+                    if actual != expected:
+                        announce(f"after {change.name}: {text!r}: HF {expected[:12]}, accelerated {actual[:12]}")
+                        step.done(
+                            "mismatch", f"after {change.name}, {text!r} differs from HF's ids", counterexample=text, logs=logs
+                        )
+                        return
+                answered += accelerated.tokbackend.stats()["fast_texts"] - before
         if answered == 0:
-            step.done("mismatch", "the fast path answered none of the texts after any change: this step proves nothing")
+            nothing = "the fast path answered none of the texts after any change: this step proves nothing"
+            step.done("mismatch", nothing, logs=logs)
             return
-        step.done("ok", f"{len(CHANGES)} kinds of change seen on the next call; backend answered {answered} texts")
+        turned_off = sum(1 for line in logs if line.startswith("ERROR"))
+        step.done(
+            "ok",
+            f"{len(CHANGES)} kinds of change seen on the next call; backend answered {answered} texts"
+            + (f"; HF serves {turned_off} of them, which the backend cannot (why: --json)" if turned_off else ""),
+            logs=logs,
+        )
+
+
+@contextlib.contextmanager
+def _logs_kept():
+    """The list of tokbackend's log lines meanwhile ('LEVEL message'), which reach no handler."""
+    logger = logging.getLogger("tokbackend")
+    lines: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            lines.append(f"{record.levelname} {record.getMessage()}")
+
+    handler, propagate = Keep(), logger.propagate
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        yield lines
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = propagate
+
+
+@contextlib.contextmanager
+def _scratch_cache():
+    """tokbackend's cache directory (guard records, their locks) in a temporary directory meanwhile."""
+    from tokbackend.cache import CACHE_DIR_ENV
+
+    previous = os.environ.get(CACHE_DIR_ENV)
+    with tempfile.TemporaryDirectory(prefix="tokbackend-verify-") as scratch:
+        os.environ[CACHE_DIR_ENV] = scratch
+        try:
+            yield
+        finally:
+            if previous is None:
+                del os.environ[CACHE_DIR_ENV]
+            else:
+                os.environ[CACHE_DIR_ENV] = previous
 
 
 def _segments(report, hf, backend, profile, examples, seed, quick, announce) -> None:
@@ -587,6 +646,6 @@ def verdict(report: VerifyReport) -> str:
     skipped = [step.name for step in report.steps if step.status == "skipped"]
     if not skipped:
         return "exact and usable"
-    if {step.detail for step in report.steps if step.status == "skipped"} == {"--quick"}:
+    if {step.detail for step in report.steps if step.status == "skipped"} == {QUICK_DETAIL}:
         return f"quick check passed ({', '.join(skipped)} skipped)"
     return f"passed, but NOT a full verification ({', '.join(skipped)} skipped)"

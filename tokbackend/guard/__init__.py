@@ -134,6 +134,7 @@ def load_guard(
     cache_dir: Path,
     early: bool = False,
     served: tuple[Callable, Callable] | None = None,
+    refuses: Callable[[], str | None] | None = None,
 ) -> UnicodeGuard:
     """The guard for this tokenizer and backend family under `mode` ("derive", "refuse" or "off").
 
@@ -157,6 +158,9 @@ def load_guard(
             f"Unicode divergence guard for backend {backend_name!r}: {why}; run `tokbackend guard <model>` to derive it, "
             'or pass unicode_guard="derive"'
         )
+    refused = None if refuses is None else refuses()
+    if refused is not None:
+        raise GuardUnavailableError(f"Unicode divergence guard for backend {backend_name!r} not derived: {refused}")
     from tokbackend.guard.derive import FastDerivation
 
     def derivation_for(served=None) -> FastDerivation:

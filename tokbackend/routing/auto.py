@@ -111,7 +111,9 @@ def _choose(
             if name != remembered:
                 choices.remember(key, name)
             passed_over = "".join(f"; {other} not exact here ({why})" for other, why in rejected.items())
-            how = "remembered for this model" if name == remembered else "the first in auto's order that is exact"
+            how = "the first in auto's order that is exact"
+            if name == remembered:  # a choice another process may have made minutes ago: say where it is kept
+                how = f"remembered for this model {choices.how_to_reset()}"
             untried = [other for other in order if other != name and other not in rejected and other not in built]
             bridged = [other for other in built if other != name]
             reason = (

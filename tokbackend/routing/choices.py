@@ -44,19 +44,25 @@ def forget(key: str) -> None:
     _write(choices)
 
 
-def _path() -> Path:
+def choices_file() -> Path:
+    """The file the choices are kept in (every process of this user shares it)."""
     return cache_dir() / "auto" / "choices.json"
+
+
+def how_to_reset() -> str:
+    """Where a remembered choice comes from and how to have auto choose afresh, for its reason."""
+    return f"in {choices_file()}; delete that file to choose afresh"
 
 
 def _read() -> dict[str, Any]:
     try:
-        return json.loads(_path().read_text(encoding="utf-8"))
+        return json.loads(choices_file().read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
 
 
 def _write(choices: dict[str, Any]) -> None:
-    path = _path()
+    path = choices_file()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")

@@ -22,7 +22,7 @@ from tokbackend.backends.renewal import RenewingBackend
 from tokbackend.cache import cache_dir
 from tokbackend.guard import ProvisionalGuard, UnicodeGuard, load_guard
 from tokbackend.guard.scan import format_ranges
-from tokbackend.probe import probe_lane
+from tokbackend.probe import ascii_probe, probe_lane
 
 if TYPE_CHECKING:
     from tokbackend.options import AccelerationOptions
@@ -117,7 +117,11 @@ def build_lane(
 
     The backend loads on a thread of its own while the guard is found or derived: both loads
     release the GIL (fastokens' `from_json_str` measured; 1.2 s for Qwen3), and a derivation
-    builds an instance of its own, so a pipeline without a record pays for one load, not two."""
+    builds an instance of its own, so a pipeline without a record pays for one load, not two.
+    Where the guard must be derived and `options.probe`, the loaded backend is first probed on
+    ASCII (`ascii_probe`) against `hf_ids`: one wrong there is refused in milliseconds, where its
+    derivation would find nearly every code point divergent and scan them all (2,279 s for a
+    changed tokenizer in one `tokbackend verify`), to be refused by the probe after it."""
     kind = backend_class(name)
 
     def load() -> EncodeBackend:
@@ -127,6 +131,17 @@ def build_lane(
 
     guard_mode = options.unicode_guard if kind.needs_unicode_guard else "off"
     loading = OnItsOwnThread(load, "tokbackend-backend-load")
+
+    def wrong_on_ascii() -> str | None:
+        mismatch = ascii_probe(loading.result(), hf_ids).mismatch
+        if mismatch is None:
+            return None
+        return (
+            f"the backend disagrees with HuggingFace on the ASCII text {mismatch.text!r} (first difference at index "
+            f"{mismatch.first_difference}: backend {mismatch.backend_ids[:12]}, HF {mismatch.hf_ids[:12]}), "
+            "which no guard sends to HuggingFace"
+        )
+
     try:
         guard = load_guard(
             tokenizer_json,
@@ -137,6 +152,7 @@ def build_lane(
             cache_dir(),
             early=early,
             served=None if hf_ids is None else (hf_ids, lambda texts: loading.result().encode_batch(texts)),
+            refuses=wrong_on_ascii if options.probe and hf_ids is not None else None,
         )
     except BaseException:
         loading.result()  # a backend that cannot load is the clearer cause: raise that first
