@@ -32,6 +32,7 @@ from tokbackend.encoding import LazyBatchEncoding
 from tokbackend.models.qwen import builtin_name_of
 from tokbackend.options import AccelerationOptions
 from tokbackend.policy import FallbackReason, TokenizerDefaults, fast_path_reason, truncation_of, unknown_kwargs
+from tokbackend.shared_settings import PLAIN, SettingsGate, gate_of, truncated
 from tokbackend.state import AccelerationState
 
 if TYPE_CHECKING:
@@ -78,6 +79,13 @@ class AcceleratedTokenizerMixin:
     _tokbackend_original_class: type
     _tokbackend: AccelerationState
     _tokbackend_reference: HFReference
+    _tokbackend_gate: SettingsGate
+
+    @property
+    def backend_tokenizer(self):
+        # what HF's calls would have left on it, also for calls the fast path answered
+        self._tokbackend_gate.settle(self._tokenizer)
+        return self._tokenizer
 
     @property
     def tokbackend(self) -> AccelerationState:
@@ -126,8 +134,21 @@ class AcceleratedTokenizerMixin:
             ids = self._tokbackend_answer(text, text_pair, add_special_tokens, kwargs, arrays)
             if ids is not None:
                 return self._batch_encoding(text, ids, add_special_tokens, kwargs)
-        with _handed_to_hf():
+        with _handed_to_hf(), self._tokbackend_gate.entered(self._tokenizer, self._tokbackend_settings(kwargs), internal=False):
             return super()._encode_plus(text, text_pair, add_special_tokens, **kwargs)
+
+    def _tokbackend_settings(self, kwargs: dict[str, Any]) -> tuple:
+        """Everything HF's `set_truncation_and_padding` and `encode_special_tokens` read for this
+        call: two calls with equal tuples leave the Rust tokenizer alike."""
+        return (
+            tuple(kwargs.get(name) for name in _SETTINGS_KWARGS),
+            self.truncation_side,
+            self.padding_side,
+            self.pad_token_id,
+            self.pad_token,
+            self.pad_token_type_id,
+            self.split_special_tokens,
+        )
 
     def _tokbackend_answer(
         self, text, text_pair, add_special_tokens, kwargs: dict[str, Any], arrays: bool = False
@@ -142,7 +163,14 @@ class AcceleratedTokenizerMixin:
             return None
         texts = [text] if type(text) is str else list(text)
         truncation = truncation_of(kwargs) if kwargs else None
-        return state.answer(self._tokbackend_reference, texts, add_special_tokens, truncation, arrays)
+        ids = state.answer(self._tokbackend_reference, texts, add_special_tokens, truncation, arrays)
+        if ids is not None:  # the settings HF's call would have left on the Rust tokenizer
+            if truncation is None:
+                self._tokbackend_gate.answered(PLAIN)
+            else:
+                strategy, side = kwargs["truncation_strategy"].value, self.truncation_side
+                self._tokbackend_gate.answered(truncated(truncation.max_length, truncation.stride, strategy, side))
+        return ids
 
     def tokenize(self, *args, **kwargs):
         # HF's tokenize() reads token strings off `tokenizers.Encoding` objects, which only
@@ -171,6 +199,7 @@ class AcceleratedTokenizerMixin:
 
     def _tokbackend_plain_copy(self) -> PreTrainedTokenizerBase:
         """A shallow copy of the HuggingFace tokenizer underneath, without acceleration."""
+        self._tokbackend_gate.settle(self._tokenizer)  # what HF's calls would have left on it
         plain = object.__new__(self._tokbackend_original_class)
         plain.__dict__.update({key: value for key, value in self.__dict__.items() if key not in _OUR_ATTRIBUTES})
         return plain
@@ -195,7 +224,17 @@ class AcceleratedTokenizerMixin:
         return clone
 
 
-_OUR_ATTRIBUTES = frozenset({"_tokbackend", "_tokbackend_reference"})
+_OUR_ATTRIBUTES = frozenset({"_tokbackend", "_tokbackend_reference", "_tokbackend_gate"})
+# The `_encode_plus` keywords that decide the Rust tokenizer's settings during the call.
+_SETTINGS_KWARGS = (
+    "padding_strategy",
+    "truncation_strategy",
+    "max_length",
+    "stride",
+    "pad_to_multiple_of",
+    "padding_side",
+    "split_special_tokens",
+)
 
 
 class HFReference:
@@ -208,19 +247,21 @@ class HFReference:
         self.model = model
 
     def hf_ids(self, texts: list[str], add_special_tokens: bool = False) -> list[list[int]]:
-        """HuggingFace's own ids for plain texts (the reference the backend must match)."""
-        with _handed_to_hf():
-            encoding = super(AcceleratedTokenizerMixin, self._tokenizer)._encode_plus(
-                list(texts), None, add_special_tokens, split_special_tokens=False
-            )
-        return encoding["input_ids"]
+        """HuggingFace's own ids for plain texts (the reference the backend must match). Not
+        the user's call: it leaves the Rust settings and the length warning as they were."""
+        return self._internal(list(texts), add_special_tokens, {"split_special_tokens": False}, ("ids",))["input_ids"]
 
     def hf_encodings(self, text, add_special_tokens: bool, kwargs: dict[str, Any]) -> list:
-        """HuggingFace's own `tokenizers.Encoding`s for a call the fast path answered."""
-        with _handed_to_hf():
-            return (
-                super(AcceleratedTokenizerMixin, self._tokenizer)._encode_plus(text, None, add_special_tokens, **kwargs).encodings
-            )
+        """HuggingFace's own `tokenizers.Encoding`s for a call the fast path answered (which
+        warned already, if HF's would have)."""
+        tokenizer = self._tokenizer
+        return self._internal(text, add_special_tokens, kwargs, ("encodings", tokenizer._tokbackend_settings(kwargs))).encodings
+
+    def _internal(self, text, add_special_tokens: bool, kwargs: dict[str, Any], key: Hashable):
+        tokenizer = self._tokenizer
+        with _handed_to_hf(), tokenizer._tokbackend_gate.entered(tokenizer._tokenizer, key, internal=True):
+            hf = super(AcceleratedTokenizerMixin, tokenizer)
+            return hf._encode_plus(text, None, add_special_tokens, **{**kwargs, "verbose": False})
 
     def tokenizer_json(self) -> str:
         return watch.tokenizer_json_for_backends(self._tokenizer._tokenizer)
@@ -300,6 +341,7 @@ def _attach(
     accelerated.__class__ = accelerated_class(type(tokenizer))
     reference = HFReference(accelerated, model_name(tokenizer))
     accelerated._tokbackend_reference = reference
+    accelerated._tokbackend_gate = gate_of(accelerated._tokenizer)
     accelerated._tokbackend = state = AccelerationState(reference.model, options)
     if share_from is not None and share_from.serves(reference.content()):
         # The backends are immutable once built, so a copy shares them (and the counters).
