@@ -303,9 +303,9 @@ def test_verify_exits_1_when_a_fast_result_is_poorer_than_hfs(monkeypatch, capsy
     """A planted defect: fast-path results without Encodings (a plain BatchEncoding)."""
     from transformers.tokenization_utils_base import BatchEncoding
 
-    from tokbackend.encoding import LazyBatchEncoding
+    import tokbackend.tokenizer
 
-    monkeypatch.setattr(LazyBatchEncoding, "of", classmethod(lambda cls, data, ids, compute: BatchEncoding(data)))
+    monkeypatch.setattr(tokbackend.tokenizer, "lazy_batch_encoding", lambda data, compute: BatchEncoding(data))
     exit_code, output = _only("arguments", capsys)
     assert exit_code == EXIT_MISMATCH, output[-3000:]
     assert "differs from HF" in output

@@ -19,6 +19,7 @@ import contextvars
 import copy
 import functools
 import sys
+import threading
 import types
 from array import array
 from collections.abc import Hashable, Iterator
@@ -28,11 +29,11 @@ from tokbackend import watch
 from tokbackend.backends import BackendUnavailableError
 from tokbackend.backends.arrays import ones_like
 from tokbackend.backends.forking import fork_safe_lock
-from tokbackend.encoding import LazyBatchEncoding
+from tokbackend.encoding import lazy_batch_encoding
 from tokbackend.models.qwen import builtin_name_of
 from tokbackend.options import AccelerationOptions
 from tokbackend.policy import FallbackReason, TokenizerDefaults, fast_path_reason, truncation_of, unknown_kwargs
-from tokbackend.shared_settings import PLAIN, SettingsGate, gate_of, truncated
+from tokbackend.shared_settings import PLAIN, Settings, SettingsGate, apply, gate_of, truncated
 from tokbackend.state import AccelerationState
 
 if TYPE_CHECKING:
@@ -165,12 +166,16 @@ class AcceleratedTokenizerMixin:
         truncation = truncation_of(kwargs) if kwargs else None
         ids = state.answer(self._tokbackend_reference, texts, add_special_tokens, truncation, arrays)
         if ids is not None:  # the settings HF's call would have left on the Rust tokenizer
-            if truncation is None:
-                self._tokbackend_gate.answered(PLAIN)
-            else:
-                strategy, side = kwargs["truncation_strategy"].value, self.truncation_side
-                self._tokbackend_gate.answered(truncated(truncation.max_length, truncation.stride, strategy, side))
+            self._tokbackend_gate.answered(PLAIN if truncation is None else self._tokbackend_left_by(kwargs))
         return ids
+
+    def _tokbackend_left_by(self, kwargs: dict[str, Any]) -> Settings:
+        """The Rust settings HF's call leaves, for a call the fast path may answer."""
+        truncation = truncation_of(kwargs) if kwargs else None
+        if truncation is None:
+            return PLAIN
+        strategy = kwargs["truncation_strategy"].value
+        return truncated(truncation.max_length, truncation.stride, strategy, self.truncation_side)
 
     def tokenize(self, *args, **kwargs):
         # HF's tokenize() reads token strings off `tokenizers.Encoding` objects, which only
@@ -192,8 +197,11 @@ class AcceleratedTokenizerMixin:
             # a batch of 40 x 32k tokens cost more than the rest of the call around the encode
             mask = ones_like if ids and type(ids[0]) is array else lambda sequence: [1] * len(sequence)
             data["attention_mask"] = mask(ids[0]) if single else [mask(sequence) for sequence in ids]
-        compute = functools.partial(self._tokbackend_reference.hf_encodings, text, add_special_tokens, kwargs)
-        return LazyBatchEncoding.of(data, ids, compute)
+        # what the call saw: its texts (a list the caller may change later), settings and build
+        seen = text if single else tuple(text)
+        settings, serving = self._tokbackend_left_by(kwargs), self._tokbackend.serving
+        compute = functools.partial(self._tokbackend_reference.hf_encodings, seen, add_special_tokens, kwargs, settings, serving)
+        return lazy_batch_encoding(data, compute)
 
     # -- copies: pickle, deepcopy ------------------------------------------------------------
 
@@ -218,7 +226,7 @@ class AcceleratedTokenizerMixin:
 
     def __deepcopy__(self, memo):
         plain = copy.deepcopy(self._tokbackend_plain_copy(), memo)
-        clone = _attach(plain, self._tokbackend.options, share_from=self._tokbackend)
+        clone = _attach(plain, self._tokbackend.options, share_from=self._tokbackend, copied=True)
         # Keep classes layered on top of the generated one (vLLM's cached tokenizer class).
         clone.__class__ = type(self)
         return clone
@@ -251,11 +259,19 @@ class HFReference:
         the user's call: it leaves the Rust settings and the length warning as they were."""
         return self._internal(list(texts), add_special_tokens, {"split_special_tokens": False}, ("ids",))["input_ids"]
 
-    def hf_encodings(self, text, add_special_tokens: bool, kwargs: dict[str, Any]) -> list:
-        """HuggingFace's own `tokenizers.Encoding`s for a call the fast path answered (which
-        warned already, if HF's would have)."""
+    def hf_encodings(self, text, add_special_tokens: bool, kwargs: dict[str, Any], settings: Settings, serving) -> list:
+        """HuggingFace's own `tokenizers.Encoding`s for a call the fast path answered with the
+        build and fingerprint `serving`, leaving `settings` (the call warned already, if HF's
+        would have). After a change to the tokenizer, those of the state the call saw."""
+        build, fingerprint = serving
         tokenizer = self._tokenizer
-        return self._internal(text, add_special_tokens, kwargs, ("encodings", tokenizer._tokbackend_settings(kwargs))).encodings
+        if self.fingerprint() == fingerprint or build.tokenizer_json is None:
+            key = ("encodings", tokenizer._tokbackend_settings(kwargs))
+            return self._internal(text, add_special_tokens, kwargs, key).encodings
+        rust, lock = _rust_as_built(build.tokenizer_json)
+        with lock:
+            apply(rust, settings)
+            return rust.encode_batch([text] if type(text) is str else list(text), add_special_tokens=add_special_tokens)
 
     def _internal(self, text, add_special_tokens: bool, kwargs: dict[str, Any], key: Hashable):
         tokenizer = self._tokenizer
@@ -279,6 +295,15 @@ class HFReference:
         return self._tokenizer._tokenizer.num_special_tokens_to_add(False)
 
 
+@functools.lru_cache(maxsize=2)
+def _rust_as_built(tokenizer_json: str) -> tuple[Any, threading.Lock]:
+    """A private Rust tokenizer of a state the shared one has left (and the lock its settings
+    are set and used under): HF's own encode of that state, for results made before a change."""
+    from tokenizers import Tokenizer
+
+    return Tokenizer.from_str(tokenizer_json), threading.Lock()
+
+
 def reference_of(tokenizer: AcceleratedTokenizerMixin) -> HFReference:
     """The reference an accelerated tokenizer hands the layers below it (for `tokbackend verify`)."""
     return tokenizer._tokbackend_reference
@@ -291,7 +316,9 @@ def model_name(tokenizer: Any) -> str:
 
 
 def _restore(plain: PreTrainedTokenizerBase, options: AccelerationOptions) -> PreTrainedTokenizerBase:
-    return accelerate(plain, options=options)
+    # HF's tokenizer unpickles whatever state it was in; ours then serves it as it can (a
+    # backend that cannot serve that state hands every call to HF, as the pickled one did)
+    return _attach(plain, options, copied=True)
 
 
 _class_lock = fork_safe_lock(sys.modules[__name__], "_class_lock")
@@ -335,7 +362,10 @@ def _named_like(function: types.FunctionType, overridden: Any) -> types.Function
 
 
 def _attach(
-    tokenizer: PreTrainedTokenizerBase, options: AccelerationOptions, share_from: AccelerationState | None = None
+    tokenizer: PreTrainedTokenizerBase,
+    options: AccelerationOptions,
+    share_from: AccelerationState | None = None,
+    copied: bool = False,
 ) -> PreTrainedTokenizerBase:
     accelerated = copy.copy(tokenizer)
     accelerated.__class__ = accelerated_class(type(tokenizer))
@@ -347,7 +377,7 @@ def _attach(
         # The backends are immutable once built, so a copy shares them (and the counters).
         state.share_from(share_from, reference)
     else:
-        state.rebuild(reference)
+        state.rebuild(reference, changed=copied)  # a copy must not raise where HF's does not
     return accelerated
 
 
