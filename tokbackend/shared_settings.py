@@ -22,10 +22,14 @@ applied (`settle`) before anything reads the state through the accelerated token
 from __future__ import annotations
 
 import contextlib
+import os
+import sys
 import threading
 import weakref
 from collections.abc import Iterator
 from typing import Any
+
+from tokbackend.backends.forking import fork_safe_lock
 
 # (truncation, padding, encode_special_tokens) as the Rust tokenizer reports them
 Settings = tuple[Any, Any, bool]
@@ -59,18 +63,23 @@ class SettingsGate:
     """See the module docstring. Holds no reference to its Rust tokenizer (each call passes it)."""
 
     def __init__(self) -> None:
-        self._condition = threading.Condition(threading.Lock())
-        self._holders = 0
-        self._waiting = 0
-        self._key: Any = None
-        self._internal = False
-        self._owners = threading.local()  # how deep this thread is inside the gate
+        self._open()
         # What HF's last user-visible call would have left where the Rust tokenizer may show
         # otherwise (None: it shows the right settings): set by fast-path answers and by an
         # internal group's snapshot.
         self.left: Settings | None = None
         # the settings last applied by us, while no HF call has set others since (None: unknown)
         self._applied: Settings | None = None
+
+    def _open(self) -> None:
+        """No call inside: at start, and in a child forked while other threads were inside
+        (they do not exist there; what their group left to restore stays in `left`)."""
+        self._condition = threading.Condition(threading.Lock())
+        self._holders = 0
+        self._waiting = 0
+        self._key: Any = None
+        self._internal = False
+        self._owners = threading.local()  # how deep this thread is inside the gate
 
     def answered(self, settings: Settings) -> None:
         """A fast-path answer: HF's call would have left `settings`."""
@@ -147,8 +156,17 @@ class SettingsGate:
                 self._condition.notify_all()
 
 
-_registry_lock = threading.Lock()
+_registry_lock = fork_safe_lock(sys.modules[__name__], "_registry_lock")
 _gates: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _after_fork_in_child() -> None:
+    for gate in list(_gates.values()):
+        gate._open()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def gate_of(rust: Any) -> SettingsGate:

@@ -19,7 +19,6 @@ import contextvars
 import copy
 import functools
 import sys
-import threading
 import types
 from array import array
 from collections.abc import Hashable, Iterator
@@ -268,8 +267,8 @@ class HFReference:
         if self.fingerprint() == fingerprint or build.tokenizer_json is None:
             key = ("encodings", tokenizer._tokbackend_settings(kwargs))
             return self._internal(text, add_special_tokens, kwargs, key).encodings
-        rust, lock = _rust_as_built(build.tokenizer_json)
-        with lock:
+        rust = _rust_as_built(build.tokenizer_json)
+        with _as_built_lock:
             apply(rust, settings)
             return rust.encode_batch([text] if type(text) is str else list(text), add_special_tokens=add_special_tokens)
 
@@ -296,12 +295,15 @@ class HFReference:
 
 
 @functools.lru_cache(maxsize=2)
-def _rust_as_built(tokenizer_json: str) -> tuple[Any, threading.Lock]:
-    """A private Rust tokenizer of a state the shared one has left (and the lock its settings
-    are set and used under): HF's own encode of that state, for results made before a change."""
+def _rust_as_built(tokenizer_json: str) -> Any:
+    """A private Rust tokenizer of a state the shared one has left: HF's own encode of that
+    state, for results made before a change (its settings are set and used under `_as_built_lock`)."""
     from tokenizers import Tokenizer
 
-    return Tokenizer.from_str(tokenizer_json), threading.Lock()
+    return Tokenizer.from_str(tokenizer_json)
+
+
+_as_built_lock = fork_safe_lock(sys.modules[__name__], "_as_built_lock")
 
 
 def reference_of(tokenizer: AcceleratedTokenizerMixin) -> HFReference:
