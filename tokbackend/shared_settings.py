@@ -68,8 +68,6 @@ class SettingsGate:
         # otherwise (None: it shows the right settings): set by fast-path answers and by an
         # internal group's snapshot.
         self.left: Settings | None = None
-        # the settings last applied by us, while no HF call has set others since (None: unknown)
-        self._applied: Settings | None = None
 
     def _open(self) -> None:
         """No call inside: at start, and in a child forked while other threads were inside
@@ -109,7 +107,9 @@ class SettingsGate:
     def settle(self, rust: Any) -> None:
         """Apply the settings HF would show now (before anything reads them)."""
         left = self.left
-        if left is None or left is self._applied or getattr(self._owners, "depth", 0):
+        # read, not remembered: a call through another object sharing the Rust tokenizer (the
+        # HF tokenizer accelerate() copied) may have set others (~0.2 us without truncation)
+        if left is None or getattr(self._owners, "depth", 0) or read(rust) == left:
             return
         with self._condition:
             self._waiting += 1  # ahead of new calls joining the running group
@@ -119,7 +119,7 @@ class SettingsGate:
             left = self.left
             if left is not None:
                 apply(rust, left)
-                self._applied, self.left = left, None
+                self.left = None
 
     def _enter(self, rust: Any, key: Any, internal: bool) -> None:
         with self._condition:
@@ -131,11 +131,8 @@ class SettingsGate:
                 self._waiting -= 1
             if self._holders == 0:
                 self._key, self._internal = key, internal
-                if internal:
-                    if self.left is None:
-                        self.left = read(rust)
-                else:
-                    self._applied = None  # HF's call sets the settings it asks for
+                if internal and self.left is None:
+                    self.left = read(rust)
             self._holders += 1
 
     def _joins(self, key: Any, internal: bool) -> bool:
@@ -144,11 +141,8 @@ class SettingsGate:
     def _leave(self, rust: Any) -> None:
         with self._condition:
             if self._holders == 1:
-                if self._internal:
-                    left = self.left
-                    if left is not None:
-                        apply(rust, left)
-                    self._applied = left
+                if self._internal and self.left is not None:
+                    apply(rust, self.left)
                 # a user's call leaves its own settings: now the ones HF's last call left
                 self.left = None
             self._holders -= 1
