@@ -13,6 +13,7 @@ from tokenizers import normalizers
 from transformers import BatchEncoding
 
 import tokbackend
+from equivalence.sharing import encodings_answers
 
 
 @pytest.fixture(scope="module")
@@ -24,18 +25,6 @@ def plain():
 def pair(plain):
     """An HF tokenizer and an accelerated one that share no Rust state (each test may change them)."""
     return copy.deepcopy(plain), tokbackend.accelerate(copy.deepcopy(plain), "gigatoken")
-
-
-def _answers(result) -> tuple:
-    """What a result's Encodings answer (the fast path's result computes them here)."""
-    return (
-        result.tokens(),
-        result.word_ids(),
-        result.char_to_token(3),
-        [encoding.offsets for encoding in result.encodings],
-        pickle.loads(pickle.dumps(result)).tokens(),
-        copy.deepcopy(result).tokens(),
-    )
 
 
 def test_a_result_is_of_hfs_class(pair):
@@ -61,7 +50,7 @@ def test_a_result_edited_in_place_answers_as_hfs(pair, edit):
     for tokenizer in (hf, accelerated):
         result = tokenizer("hello world, again")
         edit(result)
-        answers.append((result["input_ids"], *_answers(result)))
+        answers.append((result["input_ids"], *encodings_answers(result)))
     assert answers[1] == answers[0]
 
 
@@ -75,7 +64,15 @@ def test_a_result_made_before_a_change_answers_as_hfs(pair):
         tokenizer.add_tokens(["there", " b"])
         tokenizer.backend_tokenizer.normalizer = normalizers.Lowercase()
         after = tokenizer("Hello THERE")
-        answers.append((_answers(single), batch.tokens(1), batch.word_ids(0), _answers(unchanged), _answers(after)))
+        answers.append(
+            (
+                encodings_answers(single),
+                batch.tokens(1),
+                batch.word_ids(0),
+                encodings_answers(unchanged),
+                encodings_answers(after),
+            )
+        )
     assert answers[1] == answers[0]
 
 

@@ -9,7 +9,14 @@ import subprocess
 import sys
 
 import pytest
-from defects import ArraysDropOnLongTexts, DropsAfterDigits
+from defects import (
+    ArraysDropOnLongTexts,
+    DropsAfterDigits,
+    ForgetsAnswers,
+    RestoresWithoutWaiting,
+    encodings_of_the_current_state,
+    internal_calls_warn,
+)
 from tokenizers import normalizers
 
 import tokbackend
@@ -19,7 +26,7 @@ from tokbackend.guard import guard_versions
 from tokbackend.guard.records import BAKED_RECORDS_ENV, find_record, record_key, write_record
 from tokbackend.guard.scan import from_ranges, ranges
 from tokbackend.state import AccelerationState
-from tokbackend.tokenizer import AcceleratedTokenizerMixin
+from tokbackend.tokenizer import AcceleratedTokenizerMixin, HFReference
 from tokbackend.verify import EXIT_GRAMMAR, EXIT_MISMATCH, EXIT_OK, EXIT_PARTIAL, EXIT_UNAVAILABLE, EXIT_USAGE, verify_model
 
 
@@ -333,3 +340,28 @@ def test_usage_errors_exit_2_and_partial_runs_exit_7(capsys):
         cli.main(["verify", "qwen3", "--no-such-option"])
     assert unknown_option.value.code == EXIT_USAGE
     assert len({EXIT_OK, EXIT_MISMATCH, EXIT_USAGE, EXIT_GRAMMAR, EXIT_UNAVAILABLE, EXIT_PARTIAL}) == 6
+
+
+def test_verify_checks_threads_state_warnings_and_results(capsys):
+    exit_code, output = _only("sharing", capsys)
+    assert exit_code == EXIT_PARTIAL, output[-3000:]
+    assert re.search(r"^threads, state, warnings, results\s+ok", output, re.MULTILINE)
+
+
+@pytest.mark.parametrize(
+    ("plant", "failing"),
+    [
+        (lambda mp: mp.setattr("tokbackend.tokenizer.gate_of", lambda rust: RestoresWithoutWaiting()), "threads"),
+        (lambda mp: mp.setattr("tokbackend.tokenizer.gate_of", lambda rust: ForgetsAnswers()), "state"),
+        (lambda mp: mp.setattr(HFReference, "_internal", internal_calls_warn), "warnings"),
+        (lambda mp: mp.setattr(HFReference, "hf_encodings", encodings_of_the_current_state), "results"),
+    ],
+    ids=["internal-calls-race", "answers-forgotten", "internal-calls-warn", "encodings-of-now"],
+)
+def test_verify_exits_1_on_each_sharing_defect(monkeypatch, capsys, plant, failing):
+    """Each property of the sharing step fails on a defect of its own class (and the ones
+    before it pass: the step reports the first that fails)."""
+    plant(monkeypatch)
+    exit_code, output = _only("sharing", capsys)
+    assert exit_code == EXIT_MISMATCH, output[-3000:]
+    assert re.search(rf"^threads, state, warnings, results\s+mismatch\s+[\d.]+\s+{failing}:", output, re.MULTILINE), output[-3000:]

@@ -165,16 +165,8 @@ class AcceleratedTokenizerMixin:
         truncation = truncation_of(kwargs) if kwargs else None
         ids = state.answer(self._tokbackend_reference, texts, add_special_tokens, truncation, arrays)
         if ids is not None:  # the settings HF's call would have left on the Rust tokenizer
-            self._tokbackend_gate.answered(PLAIN if truncation is None else self._tokbackend_left_by(kwargs))
+            self._tokbackend_gate.answered(PLAIN if truncation is None else _left_by(kwargs, self.truncation_side))
         return ids
-
-    def _tokbackend_left_by(self, kwargs: dict[str, Any]) -> Settings:
-        """The Rust settings HF's call leaves, for a call the fast path may answer."""
-        truncation = truncation_of(kwargs) if kwargs else None
-        if truncation is None:
-            return PLAIN
-        strategy = kwargs["truncation_strategy"].value
-        return truncated(truncation.max_length, truncation.stride, strategy, self.truncation_side)
 
     def tokenize(self, *args, **kwargs):
         # HF's tokenize() reads token strings off `tokenizers.Encoding` objects, which only
@@ -198,8 +190,8 @@ class AcceleratedTokenizerMixin:
             data["attention_mask"] = mask(ids[0]) if single else [mask(sequence) for sequence in ids]
         # what the call saw: its texts (a list the caller may change later), settings and build
         seen = text if single else tuple(text)
-        settings, serving = self._tokbackend_left_by(kwargs), self._tokbackend.serving
-        compute = functools.partial(self._tokbackend_reference.hf_encodings, seen, add_special_tokens, kwargs, settings, serving)
+        side, serving = self.truncation_side, self._tokbackend.serving
+        compute = functools.partial(self._tokbackend_reference.hf_encodings, seen, add_special_tokens, kwargs, side, serving)
         return lazy_batch_encoding(data, compute)
 
     # -- copies: pickle, deepcopy ------------------------------------------------------------
@@ -258,10 +250,10 @@ class HFReference:
         the user's call: it leaves the Rust settings and the length warning as they were."""
         return self._internal(list(texts), add_special_tokens, {"split_special_tokens": False}, ("ids",))["input_ids"]
 
-    def hf_encodings(self, text, add_special_tokens: bool, kwargs: dict[str, Any], settings: Settings, serving) -> list:
+    def hf_encodings(self, text, add_special_tokens: bool, kwargs: dict[str, Any], truncation_side: str, serving) -> list:
         """HuggingFace's own `tokenizers.Encoding`s for a call the fast path answered with the
-        build and fingerprint `serving`, leaving `settings` (the call warned already, if HF's
-        would have). After a change to the tokenizer, those of the state the call saw."""
+        build and fingerprint `serving` (the call warned already, if HF's would have). After a
+        change to the tokenizer, those of the state the call saw."""
         build, fingerprint = serving
         tokenizer = self._tokenizer
         if self.fingerprint() == fingerprint or build.tokenizer_json is None:
@@ -269,7 +261,7 @@ class HFReference:
             return self._internal(text, add_special_tokens, kwargs, key).encodings
         rust = _rust_as_built(build.tokenizer_json)
         with _as_built_lock:
-            apply(rust, settings)
+            apply(rust, _left_by(kwargs, truncation_side))
             return rust.encode_batch([text] if type(text) is str else list(text), add_special_tokens=add_special_tokens)
 
     def _internal(self, text, add_special_tokens: bool, kwargs: dict[str, Any], key: Hashable):
@@ -292,6 +284,14 @@ class HFReference:
 
     def special_tokens_count(self) -> int:
         return self._tokenizer._tokenizer.num_special_tokens_to_add(False)
+
+
+def _left_by(kwargs: dict[str, Any], truncation_side: str) -> Settings:
+    """The Rust settings HF's call leaves, for a call the fast path may answer."""
+    truncation = truncation_of(kwargs) if kwargs else None
+    if truncation is None:
+        return PLAIN
+    return truncated(truncation.max_length, truncation.stride, kwargs["truncation_strategy"].value, truncation_side)
 
 
 @functools.lru_cache(maxsize=2)
