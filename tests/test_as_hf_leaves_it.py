@@ -5,6 +5,7 @@ the once-per-object length warning (the checks are `equivalence.sharing`'s, whic
 from __future__ import annotations
 
 import copy
+import logging
 
 import pytest
 
@@ -60,3 +61,18 @@ def test_length_warnings_are_hfs(plain, backend):
     guard's hand-over, a rebuild's probe after add_tokens) neither warn nor use that once up."""
     hf, accelerated = _independent(plain, backend)
     assert length_warnings(hf, accelerated, GUARDED) is None
+
+
+def test_hand_overs_log_what_hfs_calls_log_without_a_pad_token(plain, caplog):
+    """Without a pad token, reading it logs an error (with `verbose`); HF reads it only for a
+    padding call, so a hand-over of any other call must not read it either."""
+    hf, accelerated = _independent(plain)
+    logged = []
+    for tokenizer in (hf, accelerated):
+        tokenizer.pad_token, tokenizer.verbose = None, True
+        caplog.clear()
+        with caplog.at_level(logging.INFO):
+            tokenizer("The quick brown fox " * 300, truncation=True, max_length=8)  # HF answers: it cuts
+            tokenizer(GUARDED)  # handed to HF internally
+        logged.append([record.getMessage() for record in caplog.records if record.name.startswith("transformers")])
+    assert logged[1] == logged[0] == []

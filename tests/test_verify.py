@@ -364,4 +364,5 @@ def test_verify_exits_1_on_each_sharing_defect(monkeypatch, capsys, plant, faili
     plant(monkeypatch)
     exit_code, output = _only("sharing", capsys)
     assert exit_code == EXIT_MISMATCH, output[-3000:]
-    assert re.search(rf"^threads, state, warnings, results\s+mismatch\s+[\d.]+\s+{failing}:", output, re.MULTILINE), output[-3000:]
+    line = rf"^threads, state, warnings, results\s+mismatch\s+[\d.]+\s+{failing}:"
+    assert re.search(line, output, re.MULTILINE), output[-3000:]

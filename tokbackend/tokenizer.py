@@ -139,16 +139,13 @@ class AcceleratedTokenizerMixin:
 
     def _tokbackend_settings(self, kwargs: dict[str, Any]) -> tuple:
         """Everything HF's `set_truncation_and_padding` and `encode_special_tokens` read for this
-        call: two calls with equal tuples leave the Rust tokenizer alike."""
-        return (
-            tuple(kwargs.get(name) for name in _SETTINGS_KWARGS),
-            self.truncation_side,
-            self.padding_side,
-            self.pad_token_id,
-            self.pad_token,
-            self.pad_token_type_id,
-            self.split_special_tokens,
-        )
+        call: two calls with equal tuples leave the Rust tokenizer alike. The pad token is read
+        only for a padding call, as HF reads it (reading an unset one logs an error)."""
+        padding = kwargs.get("padding_strategy")
+        pads = None
+        if getattr(padding, "value", padding) not in (None, "do_not_pad"):
+            pads = (self.padding_side, self.pad_token_id, self.pad_token, self.pad_token_type_id)
+        return tuple(kwargs.get(name) for name in _SETTINGS_KWARGS), self.truncation_side, pads, self.split_special_tokens
 
     def _tokbackend_answer(
         self, text, text_pair, add_special_tokens, kwargs: dict[str, Any], arrays: bool = False
