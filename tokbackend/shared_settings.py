@@ -47,11 +47,21 @@ def apply(rust: Any, settings: Settings) -> None:
     """Set what differs, as HF's `set_truncation_and_padding` does (so tokenizer.json is HF's)."""
     truncation, padding, encode_special_tokens = settings
     if rust.truncation != truncation:
-        rust.no_truncation() if truncation is None else rust.enable_truncation(**truncation)
+        rust.no_truncation() if truncation is None else rust.enable_truncation(**_known(truncation, _TRUNCATION_KEYS))
     if rust.padding != padding:
-        rust.no_padding() if padding is None else rust.enable_padding(**padding)
+        rust.no_padding() if padding is None else rust.enable_padding(**_known(padding, _PADDING_KEYS))
     if rust.encode_special_tokens != encode_special_tokens:
         rust.encode_special_tokens = encode_special_tokens
+
+
+# What `enable_truncation` and `enable_padding` take; a snapshot from another tokenizers version
+# may report more (HF's `set_truncation_and_padding` compares only these, for the same reason).
+_TRUNCATION_KEYS = ("max_length", "stride", "strategy", "direction")
+_PADDING_KEYS = ("length", "pad_to_multiple_of", "pad_id", "pad_token", "pad_type_id", "direction")
+
+
+def _known(parameters: dict, keys: tuple[str, ...]) -> dict:
+    return {key: parameters[key] for key in keys if key in parameters}
 
 
 def truncated(max_length: int, stride: int, strategy: str, direction: str) -> Settings:
