@@ -17,6 +17,10 @@ for the same settings (`entered`); an internal group of calls snapshots the sett
 call left and puts them back as its last call leaves. A fast-path answer only records the
 settings HF's call would have left (`answered`: one store, so its speed is unchanged); they are
 applied (`settle`) before anything reads the state through the accelerated tokenizer.
+
+Calls through another object sharing the Rust tokenizer (the HF object `accelerate()` copied)
+pass no gate: HF's own race between such calls stays HF's, and a fast answer recorded before one
+of them is applied over its settings when the accelerated object is next read.
 """
 
 from __future__ import annotations
