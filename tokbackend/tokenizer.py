@@ -31,7 +31,7 @@ from tokbackend.backends.forking import fork_safe_lock
 from tokbackend.encoding import lazy_batch_encoding
 from tokbackend.models.qwen import builtin_name_of
 from tokbackend.options import AccelerationOptions
-from tokbackend.policy import FallbackReason, TokenizerDefaults, fast_path_reason, truncation_of, unknown_kwargs
+from tokbackend.policy import FallbackReason, TokenizerDefaults, Truncation, fast_path_reason, truncation_of, unknown_kwargs
 from tokbackend.shared_settings import PLAIN, Settings, SettingsGate, apply, gate_of, truncated
 from tokbackend.state import AccelerationState
 
@@ -162,7 +162,7 @@ class AcceleratedTokenizerMixin:
         truncation = truncation_of(kwargs) if kwargs else None
         ids = state.answer(self._tokbackend_reference, texts, add_special_tokens, truncation, arrays)
         if ids is not None:  # the settings HF's call would have left on the Rust tokenizer
-            self._tokbackend_gate.answered(PLAIN if truncation is None else _left_by(kwargs, self.truncation_side))
+            self._tokbackend_gate.answered(_left_by(truncation, kwargs, self.truncation_side))
         return ids
 
     def tokenize(self, *args, **kwargs):
@@ -258,7 +258,7 @@ class HFReference:
             return self._internal(text, add_special_tokens, kwargs, key).encodings
         rust = _rust_as_built(build.tokenizer_json)
         with _as_built_lock:
-            apply(rust, _left_by(kwargs, truncation_side))
+            apply(rust, _left_by(truncation_of(kwargs) if kwargs else None, kwargs, truncation_side))
             return rust.encode_batch([text] if type(text) is str else list(text), add_special_tokens=add_special_tokens)
 
     def _internal(self, text, add_special_tokens: bool, kwargs: dict[str, Any], key: Hashable):
@@ -283,9 +283,9 @@ class HFReference:
         return self._tokenizer._tokenizer.num_special_tokens_to_add(False)
 
 
-def _left_by(kwargs: dict[str, Any], truncation_side: str) -> Settings:
-    """The Rust settings HF's call leaves, for a call the fast path may answer."""
-    truncation = truncation_of(kwargs) if kwargs else None
+def _left_by(truncation: Truncation | None, kwargs: dict[str, Any], truncation_side: str) -> Settings:
+    """The Rust settings HF's call leaves, for a call the fast path may answer with this
+    `truncation` (`truncation_of(kwargs)`, which the caller has read already)."""
     if truncation is None:
         return PLAIN
     return truncated(truncation.max_length, truncation.stride, kwargs["truncation_strategy"].value, truncation_side)
