@@ -7,6 +7,7 @@ serving the tokenizer with that build, as a rebuild would.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import re
 from array import array
@@ -16,7 +17,8 @@ from tokbackend.backends.hf import HFBackend
 from tokbackend.guard import UnicodeGuard
 from tokbackend.routing import Routing
 from tokbackend.segments import AddedTokenSplitter, Segments, text_of
-from tokbackend.tokenizer import HFReference
+from tokbackend.shared_settings import SettingsGate, apply, read
+from tokbackend.tokenizer import AcceleratedTokenizerMixin, HFReference
 
 # -- backends ------------------------------------------------------------------------------
 
@@ -195,3 +197,39 @@ def serve_with_fingerprint(tokenizer, fingerprint) -> None:
     tokenizer._tokbackend_reference = Planted(tokenizer, tokenizer._tokbackend_reference.model)
     state = tokenizer.tokbackend
     state._serving = (state.build, fingerprint())
+
+
+# -- what HF's calls share: the Rust settings, the length warning, result Encodings ----------
+
+
+class RestoresWithoutWaiting(SettingsGate):
+    """Internal calls put the Rust settings back, but wait for no other call: right on one
+    thread, wrong under threads (an internal call turns truncation off under a user's call)."""
+
+    @contextlib.contextmanager
+    def entered(self, rust, key, internal):
+        before = read(rust)
+        try:
+            yield
+        finally:
+            if internal:
+                apply(rust, before)
+
+
+class ForgetsAnswers(SettingsGate):
+    """Fast-path answers record nothing: the Rust settings stay those of HF's last call."""
+
+    def answered(self, settings) -> None:
+        pass
+
+
+def internal_calls_warn(self, text, add_special_tokens, kwargs, key):
+    """HFReference._internal as it was: HF's own call, with the length warning left on."""
+    tokenizer = self._tokenizer
+    with tokenizer._tokbackend_gate.entered(tokenizer._tokenizer, key, internal=True):
+        return super(AcceleratedTokenizerMixin, tokenizer)._encode_plus(text, None, add_special_tokens, **kwargs)
+
+
+def encodings_of_the_current_state(self, text, add_special_tokens, kwargs, truncation_side, serving):
+    """HFReference.hf_encodings without the state the call saw: HF's call made now."""
+    return self._internal(text, add_special_tokens, kwargs, ("encodings",)).encodings

@@ -190,6 +190,37 @@ def test_a_child_forked_while_another_thread_rebuilds_can_rebuild(fresh_pair):
     assert ids == hf_ids and fast
 
 
+def _hand_over_and_encode(tokenizer, queue) -> None:
+    text = "before \u017f after " * 50
+    cut = tokenizer(text, truncation=True, max_length=8)["input_ids"]  # HF answers: it cuts
+    queue.put((cut, reference_of(tokenizer).hf_ids([text])[0], tokenizer.encode(text)))
+
+
+def test_a_child_forked_while_another_thread_is_inside_hfs_call_can_call_hf(fresh_pair):
+    """A thread inside an HF call holds the Rust tokenizer's settings gate when a server forks;
+    the child has no such thread, so the gate must be open there (its HF calls and internal
+    hand-overs would wait forever)."""
+    hf, fast_tokenizer = fresh_pair
+    text = "before \u017f after " * 50
+    expected = (hf(text, truncation=True, max_length=8)["input_ids"], hf.encode(text, add_special_tokens=False), hf.encode(text))
+    inside = fast_tokenizer._tokbackend_gate.entered(fast_tokenizer._tokenizer, ("held by a test",), internal=False)
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    child = context.Process(target=_hand_over_and_encode, args=(fast_tokenizer, queue))
+    try:
+        with held_by_another_thread(inside):
+            child.start()
+            try:
+                got = queue.get(timeout=90)
+            except queue_module.Empty:
+                pytest.fail("the forked child hung on an HF call: the settings gate stayed held in it")
+    finally:
+        child.join(timeout=30)
+        if child.exitcode is None:
+            child.kill()
+    assert got == expected
+
+
 # -- calls during a rebuild --------------------------------------------------------------------
 
 

@@ -11,7 +11,14 @@ import subprocess
 import sys
 
 import pytest
-from defects import ArraysDropOnLongTexts, DropsAfterDigits
+from defects import (
+    ArraysDropOnLongTexts,
+    DropsAfterDigits,
+    ForgetsAnswers,
+    RestoresWithoutWaiting,
+    encodings_of_the_current_state,
+    internal_calls_warn,
+)
 from tokenizers import normalizers
 
 import tokbackend
@@ -21,7 +28,7 @@ from tokbackend.guard import guard_versions
 from tokbackend.guard.records import BAKED_RECORDS_ENV, find_record, record_key, write_record
 from tokbackend.guard.scan import from_ranges, ranges
 from tokbackend.state import AccelerationState
-from tokbackend.tokenizer import AcceleratedTokenizerMixin
+from tokbackend.tokenizer import AcceleratedTokenizerMixin, HFReference
 from tokbackend.verify import EXIT_GRAMMAR, EXIT_MISMATCH, EXIT_OK, EXIT_PARTIAL, EXIT_UNAVAILABLE, EXIT_USAGE, verify_model
 
 
@@ -317,9 +324,9 @@ def test_verify_exits_1_when_a_fast_result_is_poorer_than_hfs(monkeypatch, capsy
     """A planted defect: fast-path results without Encodings (a plain BatchEncoding)."""
     from transformers.tokenization_utils_base import BatchEncoding
 
-    from tokbackend.encoding import LazyBatchEncoding
+    import tokbackend.tokenizer
 
-    monkeypatch.setattr(LazyBatchEncoding, "of", classmethod(lambda cls, data, ids, compute: BatchEncoding(data)))
+    monkeypatch.setattr(tokbackend.tokenizer, "lazy_batch_encoding", lambda data, compute: BatchEncoding(data))
     exit_code, output = _only("arguments", capsys)
     assert exit_code == EXIT_MISMATCH, output[-3000:]
     assert "differs from HF" in output
@@ -350,3 +357,29 @@ def test_usage_errors_exit_2_and_partial_runs_exit_7(capsys):
         cli.main(["verify", "qwen3", "--no-such-option"])
     assert unknown_option.value.code == EXIT_USAGE
     assert len({EXIT_OK, EXIT_MISMATCH, EXIT_USAGE, EXIT_GRAMMAR, EXIT_UNAVAILABLE, EXIT_PARTIAL}) == 6
+
+
+def test_verify_checks_threads_state_warnings_and_results(capsys):
+    exit_code, output = _only("sharing", capsys)
+    assert exit_code == EXIT_PARTIAL, output[-3000:]
+    assert re.search(r"^threads, state, warnings, results\s+ok", output, re.MULTILINE)
+
+
+@pytest.mark.parametrize(
+    ("plant", "failing"),
+    [
+        (lambda mp: mp.setattr("tokbackend.tokenizer.gate_of", lambda rust: RestoresWithoutWaiting()), "threads"),
+        (lambda mp: mp.setattr("tokbackend.tokenizer.gate_of", lambda rust: ForgetsAnswers()), "state"),
+        (lambda mp: mp.setattr(HFReference, "_internal", internal_calls_warn), "warnings"),
+        (lambda mp: mp.setattr(HFReference, "hf_encodings", encodings_of_the_current_state), "results"),
+    ],
+    ids=["internal-calls-race", "answers-forgotten", "internal-calls-warn", "encodings-of-now"],
+)
+def test_verify_exits_1_on_each_sharing_defect(monkeypatch, capsys, plant, failing):
+    """Each property of the sharing step fails on a defect of its own class (and the ones
+    before it pass: the step reports the first that fails)."""
+    plant(monkeypatch)
+    exit_code, output = _only("sharing", capsys)
+    assert exit_code == EXIT_MISMATCH, output[-3000:]
+    line = rf"^threads, state, warnings, results\s+mismatch\s+[\d.]+\s+{failing}:"
+    assert re.search(line, output, re.MULTILINE), output[-3000:]

@@ -46,6 +46,9 @@ class Build:
     special_tokens: int = 0
     segments: Segments | None = None
     segments_unsupported: str | None = None  # why this tokenizer does not use the segment cache
+    # what it was built from: a result's Encodings asked for after the tokenizer changed are
+    # those of this state (`tokbackend.tokenizer`)
+    tokenizer_json: str | None = dataclasses.field(default=None, compare=False, repr=False)
     # the lanes' `prepare()` (warm-ups, spares), on a background thread once they serve
     preparing: threading.Thread | None = dataclasses.field(default=None, compare=False)
     # where the final build of an early start is made, once for every state serving this one
@@ -115,6 +118,7 @@ def build_for(reference: Reference, options: AccelerationOptions, content: Hasha
         "special_tokens": reference.special_tokens_count(),
         "segments": segments,
         "segments_unsupported": unsupported,
+        "tokenizer_json": tokenizer_json,
     }
     try:
         routing, probe_seconds = build_routing(reference, tokenizer_json, options, model)

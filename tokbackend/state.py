@@ -76,6 +76,11 @@ class AccelerationState:
         return self._serving[0]
 
     @property
+    def serving(self) -> tuple[Build, object]:
+        """The build serving calls now and the tokenizer fingerprint it was last found right for."""
+        return self._serving
+
+    @property
     def backend_name(self) -> str:
         return self.options.backend
 
@@ -211,19 +216,20 @@ class AccelerationState:
             self._serving, self.counters = (other.build, reference.fingerprint()), other.counters
             self._start_upgrade()
 
-    def rebuild(self, reference: Reference) -> Build:
+    def rebuild(self, reference: Reference, changed: bool = False) -> Build:
         """The build for the reference's current state: the current one when what a build is
         made from has not changed, else a new one (unless another thread just made it). Called
         by accelerate() (BackendUnavailableError propagates unless allow_hf_fallback) and by a
-        call that finds the fingerprint changed (a backend that cannot serve the changed
-        tokenizer turns the fast path off, logged); FastPathError with strict=True."""
+        call that finds the fingerprint changed, or with `changed` by a copy (pickle, deepcopy), which must
+        not raise where HF's does not (a backend that cannot serve the tokenizer turns the fast
+        path off, logged); FastPathError with strict=True."""
         with self._rebuild_lock:
             fingerprint = reference.fingerprint()
             build, seen = self._serving
             if fingerprint != seen:
                 content = reference.content()
                 if content != build.content:
-                    build = build_for(reference, self.options, content, changed=build is not UNBUILT)
+                    build = build_for(reference, self.options, content, changed=changed or build is not UNBUILT)
                 self._serving = (build, fingerprint)
                 self._start_upgrade()
             return build

@@ -28,10 +28,11 @@ from tokbackend import watch
 from tokbackend.backends import BackendUnavailableError
 from tokbackend.backends.arrays import ones_like
 from tokbackend.backends.forking import fork_safe_lock
-from tokbackend.encoding import LazyBatchEncoding
+from tokbackend.encoding import lazy_batch_encoding
 from tokbackend.models.qwen import builtin_name_of
 from tokbackend.options import AccelerationOptions
-from tokbackend.policy import FallbackReason, TokenizerDefaults, fast_path_reason, truncation_of, unknown_kwargs
+from tokbackend.policy import FallbackReason, TokenizerDefaults, Truncation, fast_path_reason, truncation_of, unknown_kwargs
+from tokbackend.shared_settings import PLAIN, Settings, SettingsGate, apply, gate_of, truncated
 from tokbackend.state import AccelerationState
 
 if TYPE_CHECKING:
@@ -78,6 +79,13 @@ class AcceleratedTokenizerMixin:
     _tokbackend_original_class: type
     _tokbackend: AccelerationState
     _tokbackend_reference: HFReference
+    _tokbackend_gate: SettingsGate
+
+    @property
+    def backend_tokenizer(self):
+        # what HF's calls would have left on it, also for calls the fast path answered
+        self._tokbackend_gate.settle(self._tokenizer)
+        return self._tokenizer
 
     @property
     def tokbackend(self) -> AccelerationState:
@@ -126,8 +134,18 @@ class AcceleratedTokenizerMixin:
             ids = self._tokbackend_answer(text, text_pair, add_special_tokens, kwargs, arrays)
             if ids is not None:
                 return self._batch_encoding(text, ids, add_special_tokens, kwargs)
-        with _handed_to_hf():
+        with _handed_to_hf(), self._tokbackend_gate.entered(self._tokenizer, self._tokbackend_settings(kwargs), internal=False):
             return super()._encode_plus(text, text_pair, add_special_tokens, **kwargs)
+
+    def _tokbackend_settings(self, kwargs: dict[str, Any]) -> tuple:
+        """Everything HF's `set_truncation_and_padding` and `encode_special_tokens` read for this
+        call: two calls with equal tuples leave the Rust tokenizer alike. The pad token is read
+        only for a padding call, as HF reads it (reading an unset one logs an error)."""
+        padding = kwargs.get("padding_strategy")
+        pads = None
+        if getattr(padding, "value", padding) not in (None, "do_not_pad"):
+            pads = (self.padding_side, self.pad_token_id, self.pad_token, self.pad_token_type_id)
+        return tuple(kwargs.get(name) for name in _SETTINGS_KWARGS), self.truncation_side, pads, self.split_special_tokens
 
     def _tokbackend_answer(
         self, text, text_pair, add_special_tokens, kwargs: dict[str, Any], arrays: bool = False
@@ -142,7 +160,10 @@ class AcceleratedTokenizerMixin:
             return None
         texts = [text] if type(text) is str else list(text)
         truncation = truncation_of(kwargs) if kwargs else None
-        return state.answer(self._tokbackend_reference, texts, add_special_tokens, truncation, arrays)
+        ids = state.answer(self._tokbackend_reference, texts, add_special_tokens, truncation, arrays)
+        if ids is not None:  # the settings HF's call would have left on the Rust tokenizer
+            self._tokbackend_gate.answered(_left_by(truncation, kwargs, self.truncation_side))
+        return ids
 
     def tokenize(self, *args, **kwargs):
         # HF's tokenize() reads token strings off `tokenizers.Encoding` objects, which only
@@ -164,13 +185,17 @@ class AcceleratedTokenizerMixin:
             # a batch of 40 x 32k tokens cost more than the rest of the call around the encode
             mask = ones_like if ids and type(ids[0]) is array else lambda sequence: [1] * len(sequence)
             data["attention_mask"] = mask(ids[0]) if single else [mask(sequence) for sequence in ids]
-        compute = functools.partial(self._tokbackend_reference.hf_encodings, text, add_special_tokens, kwargs)
-        return LazyBatchEncoding.of(data, ids, compute)
+        # what the call saw: its texts (a list the caller may change later), settings and build
+        seen = text if single else tuple(text)
+        side, serving = self.truncation_side, self._tokbackend.serving
+        compute = functools.partial(self._tokbackend_reference.hf_encodings, seen, add_special_tokens, kwargs, side, serving)
+        return lazy_batch_encoding(data, compute)
 
     # -- copies: pickle, deepcopy ------------------------------------------------------------
 
     def _tokbackend_plain_copy(self) -> PreTrainedTokenizerBase:
         """A shallow copy of the HuggingFace tokenizer underneath, without acceleration."""
+        self._tokbackend_gate.settle(self._tokenizer)  # what HF's calls would have left on it
         plain = object.__new__(self._tokbackend_original_class)
         plain.__dict__.update({key: value for key, value in self.__dict__.items() if key not in _OUR_ATTRIBUTES})
         return plain
@@ -189,13 +214,23 @@ class AcceleratedTokenizerMixin:
 
     def __deepcopy__(self, memo):
         plain = copy.deepcopy(self._tokbackend_plain_copy(), memo)
-        clone = _attach(plain, self._tokbackend.options, share_from=self._tokbackend)
+        clone = _attach(plain, self._tokbackend.options, share_from=self._tokbackend, copied=True)
         # Keep classes layered on top of the generated one (vLLM's cached tokenizer class).
         clone.__class__ = type(self)
         return clone
 
 
-_OUR_ATTRIBUTES = frozenset({"_tokbackend", "_tokbackend_reference"})
+_OUR_ATTRIBUTES = frozenset({"_tokbackend", "_tokbackend_reference", "_tokbackend_gate"})
+# The `_encode_plus` keywords that decide the Rust tokenizer's settings during the call.
+_SETTINGS_KWARGS = (
+    "padding_strategy",
+    "truncation_strategy",
+    "max_length",
+    "stride",
+    "pad_to_multiple_of",
+    "padding_side",
+    "split_special_tokens",
+)
 
 
 class HFReference:
@@ -208,19 +243,29 @@ class HFReference:
         self.model = model
 
     def hf_ids(self, texts: list[str], add_special_tokens: bool = False) -> list[list[int]]:
-        """HuggingFace's own ids for plain texts (the reference the backend must match)."""
-        with _handed_to_hf():
-            encoding = super(AcceleratedTokenizerMixin, self._tokenizer)._encode_plus(
-                list(texts), None, add_special_tokens, split_special_tokens=False
-            )
-        return encoding["input_ids"]
+        """HuggingFace's own ids for plain texts (the reference the backend must match). Not
+        the user's call: it leaves the Rust settings and the length warning as they were."""
+        return self._internal(list(texts), add_special_tokens, {"split_special_tokens": False}, ("ids",))["input_ids"]
 
-    def hf_encodings(self, text, add_special_tokens: bool, kwargs: dict[str, Any]) -> list:
-        """HuggingFace's own `tokenizers.Encoding`s for a call the fast path answered."""
-        with _handed_to_hf():
-            return (
-                super(AcceleratedTokenizerMixin, self._tokenizer)._encode_plus(text, None, add_special_tokens, **kwargs).encodings
-            )
+    def hf_encodings(self, text, add_special_tokens: bool, kwargs: dict[str, Any], truncation_side: str, serving) -> list:
+        """HuggingFace's own `tokenizers.Encoding`s for a call the fast path answered with the
+        build and fingerprint `serving` (the call warned already, if HF's would have). After a
+        change to the tokenizer, those of the state the call saw."""
+        build, fingerprint = serving
+        tokenizer = self._tokenizer
+        if self.fingerprint() == fingerprint or build.tokenizer_json is None:
+            key = ("encodings", tokenizer._tokbackend_settings(kwargs))
+            return self._internal(text, add_special_tokens, kwargs, key).encodings
+        rust = _rust_as_built(build.tokenizer_json)
+        with _as_built_lock:
+            apply(rust, _left_by(truncation_of(kwargs) if kwargs else None, kwargs, truncation_side))
+            return rust.encode_batch([text] if type(text) is str else list(text), add_special_tokens=add_special_tokens)
+
+    def _internal(self, text, add_special_tokens: bool, kwargs: dict[str, Any], key: Hashable):
+        tokenizer = self._tokenizer
+        with _handed_to_hf(), tokenizer._tokbackend_gate.entered(tokenizer._tokenizer, key, internal=True):
+            hf = super(AcceleratedTokenizerMixin, tokenizer)
+            return hf._encode_plus(text, None, add_special_tokens, **{**kwargs, "verbose": False})
 
     def tokenizer_json(self) -> str:
         return watch.tokenizer_json_for_backends(self._tokenizer._tokenizer)
@@ -238,6 +283,26 @@ class HFReference:
         return self._tokenizer._tokenizer.num_special_tokens_to_add(False)
 
 
+def _left_by(truncation: Truncation | None, kwargs: dict[str, Any], truncation_side: str) -> Settings:
+    """The Rust settings HF's call leaves, for a call the fast path may answer with this
+    `truncation` (`truncation_of(kwargs)`, which the caller has read already)."""
+    if truncation is None:
+        return PLAIN
+    return truncated(truncation.max_length, truncation.stride, kwargs["truncation_strategy"].value, truncation_side)
+
+
+@functools.lru_cache(maxsize=2)
+def _rust_as_built(tokenizer_json: str) -> Any:
+    """A private Rust tokenizer of a state the shared one has left: HF's own encode of that
+    state, for results made before a change (its settings are set and used under `_as_built_lock`)."""
+    from tokenizers import Tokenizer
+
+    return Tokenizer.from_str(tokenizer_json)
+
+
+_as_built_lock = fork_safe_lock(sys.modules[__name__], "_as_built_lock")
+
+
 def reference_of(tokenizer: AcceleratedTokenizerMixin) -> HFReference:
     """The reference an accelerated tokenizer hands the layers below it (for `tokbackend verify`)."""
     return tokenizer._tokbackend_reference
@@ -250,7 +315,9 @@ def model_name(tokenizer: Any) -> str:
 
 
 def _restore(plain: PreTrainedTokenizerBase, options: AccelerationOptions) -> PreTrainedTokenizerBase:
-    return accelerate(plain, options=options)
+    # HF's tokenizer unpickles whatever state it was in; ours then serves it as it can (a
+    # backend that cannot serve that state hands every call to HF, as the pickled one did)
+    return _attach(plain, options, copied=True)
 
 
 _class_lock = fork_safe_lock(sys.modules[__name__], "_class_lock")
@@ -294,18 +361,22 @@ def _named_like(function: types.FunctionType, overridden: Any) -> types.Function
 
 
 def _attach(
-    tokenizer: PreTrainedTokenizerBase, options: AccelerationOptions, share_from: AccelerationState | None = None
+    tokenizer: PreTrainedTokenizerBase,
+    options: AccelerationOptions,
+    share_from: AccelerationState | None = None,
+    copied: bool = False,
 ) -> PreTrainedTokenizerBase:
     accelerated = copy.copy(tokenizer)
     accelerated.__class__ = accelerated_class(type(tokenizer))
     reference = HFReference(accelerated, model_name(tokenizer))
     accelerated._tokbackend_reference = reference
+    accelerated._tokbackend_gate = gate_of(accelerated._tokenizer)
     accelerated._tokbackend = state = AccelerationState(reference.model, options)
     if share_from is not None and share_from.serves(reference.content()):
         # The backends are immutable once built, so a copy shares them (and the counters).
         state.share_from(share_from, reference)
     else:
-        state.rebuild(reference)
+        state.rebuild(reference, changed=copied)  # a copy must not raise where HF's does not
     return accelerated
 
 

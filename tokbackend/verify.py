@@ -3,7 +3,8 @@
 Steps: load the backend for the model (for "auto": the backend auto chooses, as a deployment
 would, which is then the one verified); boot probe; exhaustive code-point scan; Hypothesis
 properties per input class; calls with keyword arguments, valid and invalid, and the result
-objects they return; changes to the tokenizer after acceleration; the segment cache on
+objects they return; changes to the tokenizer after acceleration; threads, left-behind state,
+warnings and result objects as HF's (`equivalence.sharing`); the segment cache on
 conversations; chat-template path; grammar gate; a speed line. Each step yields a `StepResult`;
 the report's exit code follows the documented contract:
 
@@ -38,7 +39,7 @@ from tokbackend.options import DEFAULT_BACKEND
 EXIT_OK, EXIT_MISMATCH, EXIT_USAGE, EXIT_GRAMMAR, EXIT_NOT_FOUND, EXIT_MISSING_TOOLS = 0, 1, 2, 3, 4, 5
 EXIT_UNAVAILABLE, EXIT_PARTIAL = 6, 7
 # The steps after load and boot probe, by the names `only` (and `--only`) take.
-STEPS = ("scan", "properties", "arguments", "changes", "segments", "chat", "grammar", "speed")
+STEPS = ("scan", "properties", "arguments", "changes", "sharing", "segments", "chat", "grammar", "speed")
 # What `quick` leaves out (the minutes of a verification; the other steps run fewer examples),
 # and the detail of those steps: a quick check that passes exits 0, its verdict naming them.
 QUICK_SKIPS = ("scan", "changes", "grammar")
@@ -238,6 +239,7 @@ def verify_model(
             lambda: _arguments(report, hf, accelerated, profile, examples, seed, quick, announce),
         ),
         "changes": ("changes after acceleration", lambda: _changes(report, hf, lane.name, announce)),
+        "sharing": ("threads, state, warnings, results", lambda: _sharing(report, hf, lane.name, guard, announce)),
         "segments": (
             "segment cache",
             lambda: _segments(report, hf, lane.name, profile, examples, seed, quick, announce),
@@ -500,6 +502,41 @@ def _scratch_cache():
                 del os.environ[CACHE_DIR_ENV]
             else:
                 os.environ[CACHE_DIR_ENV] = previous
+
+
+def _sharing(report, hf, backend, guard, announce) -> None:
+    """What a tokenizer shares beyond ids (`equivalence.sharing`): truncating calls from four
+    threads beside guarded texts, the Rust settings and saved tokenizer.json after a sequence of
+    calls, the length warning, and result objects after edits and changes; each on a fresh pair
+    of an HF copy and an accelerated copy that share no Rust state."""
+    import copy
+
+    import tokbackend
+    from equivalence.sharing import length_warnings, result_operations, settings_left, threads_with_truncation
+
+    with _Step(report, "threads, state, warnings, results", announce) as step:
+        # any guarded code point: the guard hands a text holding it to HF (an internal call)
+        printable = sorted(code_point for code_point in guard.code_points if chr(code_point).isprintable())
+        guarded = f"a {chr(printable[0])} b" if printable else "a b"
+        kept = {id(value): value for value in vars(hf).values() if isinstance(value, (dict, list)) and len(value) > 10_000}
+        checks = {
+            "threads": lambda pair: threads_with_truncation(*pair, guarded),
+            "state": lambda pair: settings_left(*pair, guarded),
+            "warnings": lambda pair: length_warnings(*pair, guarded),
+            "results": lambda pair: result_operations(*pair),
+        }
+        for name, check in checks.items():
+            pair = (
+                copy.deepcopy(hf, dict(kept)),
+                tokbackend.accelerate(copy.deepcopy(hf, dict(kept)), backend=backend, early_start=False),
+            )
+            failure = check(pair)
+            if failure is not None:
+                announce(f"{name}: {failure}")
+                step.done("mismatch", f"{name}: {failure}", counterexample=failure)
+                return
+        hand_over = f"beside texts holding {guarded[2]!r} (guarded)" if printable else "(no guarded code point)"
+        step.done("ok", f"threads truncating every call {hand_over}, Rust settings and saved file, warnings, results: as HF's")
 
 
 def _segments(report, hf, backend, profile, examples, seed, quick, announce) -> None:
