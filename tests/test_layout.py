@@ -22,7 +22,7 @@ LAYERS = [
     # one build of the fast path and the state that serves with it
     ["options", "build", "state"],
     # the HuggingFace-facing class, and what is built on it
-    ["watch", "encoding", "tokenizer", "loading", "integrations", "verify", "cli", "__init__"],
+    ["watch", "shared_settings", "encoding", "tokenizer", "loading", "integrations", "verify", "cli", "__init__"],
 ]
 
 
