@@ -118,11 +118,14 @@ class _Collected(logging.Handler):
 def _length_warnings_of(tokenizer, calls) -> list[str]:
     collected = _Collected()
     logger = logging.getLogger("transformers.tokenization_utils_base")
+    # collected, not printed: the warnings this check provokes are its data, not the user's
     logger.addHandler(collected)
+    propagate, logger.propagate = logger.propagate, False
     try:
         for call in calls:
             call(tokenizer)
     finally:
+        logger.propagate = propagate
         logger.removeHandler(collected)
     return collected.messages
 
