@@ -211,3 +211,31 @@ def test_multi_worker_uvicorn_gets_an_app_that_loads_the_plugins(plugins_loaded)
     plugin._around_uvicorn_run(record, plugin.SGLANG_DEFAULT_APP_PATH, workers=1)
     plugin._around_uvicorn_run(record, "my.own:app", workers=2)
     assert seen == [(plugin.TOKBACKEND_APP_PATH, 2), (plugin.SGLANG_DEFAULT_APP_PATH, 1), ("my.own:app", 2)]
+
+
+def test_a_pipeline_no_record_covers_is_derived_and_final_through_sglang(plugins_loaded, tmp_path, monkeypatch):
+    """A model of the user's own (Qwen3's vocabulary under a split regex of its own): through
+    SGLang's `get_tokenizer` the installed package derives its guard (reading the Unicode history
+    shipped in the wheel), serves HF's ids at once and finishes its start-up build."""
+    import json
+
+    from sglang.srt.utils.hf_transformers.tokenizer import get_tokenizer
+    from transformers import AutoTokenizer
+
+    from equivalence.server_models import tiny_qwen3_model
+
+    directory = tiny_qwen3_model(tmp_path / "own-model", "qwen3", max_positions=32768)
+    tokenizer_json = (directory / "tokenizer.json").read_text(encoding="utf-8")
+    changed = tokenizer_json.replace(json.dumps(r"\p{N}|")[1:-1], json.dumps(r"\p{N}{1,3}|")[1:-1], 1)
+    assert changed != tokenizer_json
+    (directory / "tokenizer.json").write_text(changed, encoding="utf-8")
+    monkeypatch.setenv("TOKBACKEND_CACHE_DIR", str(tmp_path / "fresh-cache"))
+    hf = AutoTokenizer.from_pretrained(str(directory))
+    tokenizer = get_tokenizer(str(directory), tokenizer_backend="tokbackend-auto")
+    texts = [*TEXTS, "12345678 ſ's"]
+    assert [tokenizer.encode(text) for text in texts] == [hf.encode(text) for text in texts]
+    assert tokenizer.tokbackend.wait_until_final(300)
+    stats = tokenizer.tokbackend.stats()
+    assert stats["start_up"]["final"] and str(tmp_path / "fresh-cache") in stats["guard"], stats
+    assert [tokenizer.encode(text) for text in texts] == [hf.encode(text) for text in texts]
+    assert stats["fast_texts"] > 0
