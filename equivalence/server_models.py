@@ -40,3 +40,17 @@ def tiny_qwen3_model(directory: Path, tokenizer: str = "qwen3.6", max_positions:
     }
     (directory / "config.json").write_text(json.dumps(config))
     return directory
+
+
+def own_pipeline_model(directory: Path, max_positions: int = 32768) -> Path:
+    """A model of a user's own that no shipped guard record covers: `tiny_qwen3_model` of Qwen3
+    with its split regex reading `\\p{N}` in runs of up to three digits (so its guard is derived
+    where it is first served)."""
+    directory = tiny_qwen3_model(directory, "qwen3", max_positions)
+    path = directory / "tokenizer.json"
+    tokenizer_json = path.read_text(encoding="utf-8")
+    changed = tokenizer_json.replace(json.dumps(r"\p{N}|")[1:-1], json.dumps(r"\p{N}{1,3}|")[1:-1], 1)
+    if changed == tokenizer_json:
+        raise ValueError("Qwen3's split regex no longer has the digit alternative own_pipeline_model changes")
+    path.write_text(changed, encoding="utf-8")
+    return directory

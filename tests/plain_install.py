@@ -17,7 +17,6 @@ Usage: python tests/plain_install.py   (exits non-zero with the failed check)
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -48,16 +47,13 @@ def installed_here(module: str) -> bool:
 
 
 def unseen_pipeline(directory: Path):
-    """Qwen3's tokenizer with `\\p{N}` read in runs of up to three digits: a pipeline no shipped record covers."""
+    """A pipeline no shipped record covers (`own_pipeline_model`), loaded as the issue saw it:
+    `PreTrainedTokenizerFast` of its tokenizer.json."""
     from transformers import PreTrainedTokenizerFast
 
-    import tokbackend
+    from equivalence.server_models import own_pipeline_model
 
-    tokenizer_json = json.loads(tokbackend.load_hf("qwen3").backend_tokenizer.to_str())
-    replaced = json.dumps(tokenizer_json).replace(r"\\p{N}|", r"\\p{N}{1,3}|", 1)
-    check(replaced != json.dumps(tokenizer_json), "the Qwen3 split regex has the digit alternative this check changes")
-    (directory / "tokenizer.json").write_text(replaced, encoding="utf-8")
-    return PreTrainedTokenizerFast(tokenizer_file=str(directory / "tokenizer.json"))
+    return PreTrainedTokenizerFast(tokenizer_file=str(own_pipeline_model(directory) / "tokenizer.json"))
 
 
 def main() -> None:

@@ -175,3 +175,24 @@ def test_the_detokenizer_streams_through_hf(renderer, hf_reference, skip_special
         detokenizer.update([token], False)
     expected = hf_reference.decode(output, skip_special_tokens=skip_special_tokens)
     assert detokenizer.get_next_output_text(True, False) == expected
+
+
+def test_a_pipeline_no_record_covers_is_derived_and_final_through_vllm(plugins_loaded, tmp_path, monkeypatch):
+    """A model of the user's own: through vLLM's tokenizer registry the installed package derives
+    its guard (from the Unicode history shipped in the wheel), serves HF's ids at once and
+    finishes its start-up build."""
+    from transformers import AutoTokenizer
+    from vllm.tokenizers.registry import get_tokenizer
+
+    from equivalence.server_models import own_pipeline_model
+
+    directory = str(own_pipeline_model(tmp_path / "own-model"))
+    monkeypatch.setenv("TOKBACKEND_CACHE_DIR", str(tmp_path / "fresh-cache"))
+    hf = AutoTokenizer.from_pretrained(directory)
+    tokenizer = get_tokenizer(directory, tokenizer_mode="tokbackend-auto")
+    texts = [*TEXTS, "12345678 ſ's"]
+    assert [tokenizer.encode(text) for text in texts] == [hf.encode(text) for text in texts]
+    assert tokenizer.tokbackend.wait_until_final(300)
+    stats = tokenizer.tokbackend.stats()
+    assert stats["start_up"]["final"] and str(tmp_path / "fresh-cache") in stats["guard"], stats
+    assert [tokenizer.encode(text) for text in texts] == [hf.encode(text) for text in texts]
