@@ -18,7 +18,8 @@ if os.environ.get("TOKBACKEND_TESTS_INSTALLED"):
     # .ci/tests: what is tested is the installed wheel, never this checkout
     for _package in (tokbackend, equivalence):
         _where = Path(_package.__file__).resolve()
-        assert not _where.is_relative_to(Path(__file__).resolve().parents[1]), f"{_package.__name__} imported from {_where}"
+        _tree = Path(__file__).resolve().parents[1] / _package.__name__
+        assert not _where.is_relative_to(_tree), f"{_package.__name__} imported from the source tree: {_where}"
 
 BUILTIN_MODELS = ("qwen3.6", "qwen3")
 # Every exactness and split-surface test that takes `fast_tokenizer` runs on each backend.
