@@ -53,4 +53,9 @@ def own_pipeline_model(directory: Path, max_positions: int = 32768) -> Path:
     if changed == tokenizer_json:
         raise ValueError("Qwen3's split regex no longer has the digit alternative own_pipeline_model changes")
     path.write_text(changed, encoding="utf-8")
+    # A Qwen2Tokenizer class would rebuild Qwen's own pre-tokenizer over the file's (transformers
+    # 5.19 does): the generic class keeps the tokenizer.json as written, as a model of one's own has it.
+    config_path = directory / "tokenizer_config.json"
+    config = json.loads(config_path.read_text(encoding="utf-8"))
+    config_path.write_text(json.dumps({**config, "tokenizer_class": "PreTrainedTokenizerFast"}), encoding="utf-8")
     return directory
