@@ -150,3 +150,42 @@ def test_watching_for_changes_keeps_no_tokenizer_alive(monkeypatch):
     Python tokenizer is collected, and a planted strong, never-removed wrapper is seen here."""
     assert _references_left(strong_watch=False, monkeypatch=monkeypatch) == 2
     assert _references_left(strong_watch=True, monkeypatch=monkeypatch) > 2
+
+
+def test_the_settings_gate_keeps_no_tokenizer_alive_and_needs_no_weak_reference():
+    """One gate per Rust tokenizer, shared by every accelerated object over it, on tokenizers
+    0.22 too, whose Tokenizer takes no weak reference (the gate registry was weak-keyed by it
+    once: every accelerate() raised TypeError there). A plain object stands for such a
+    tokenizer; its entry goes once no accelerated object holds it."""
+    import gc
+
+    from tokbackend import shared_settings
+
+    class Owner:  # an accelerated tokenizer: it holds its Rust tokenizer
+        def __init__(self, rust):
+            self._tokenizer = rust
+
+    rust, other = object(), object()  # neither takes a weak reference
+    first, second, third = Owner(rust), Owner(rust), Owner(other)
+    gate = shared_settings.gate_of(rust, first)
+    assert shared_settings.gate_of(rust, second) is gate
+    assert shared_settings.gate_of(other, third) is not gate
+    del first, second, rust
+    gc.collect()
+    assert shared_settings.gate_of(other, third) is not gate  # a later lookup drops what no owner holds
+    assert gate not in [entry for entry, _ in shared_settings._gates.values()]
+    assert all(owners for _, owners in shared_settings._gates.values())
+
+
+def test_accelerate_works_where_the_rust_tokenizer_takes_no_weak_reference(hf_tokenizer):
+    import weakref
+
+    fast = tokbackend.accelerate(hf_tokenizer, "fastokens")
+    try:
+        weakref.ref(hf_tokenizer._tokenizer)
+        weak = True
+    except TypeError:  # tokenizers 0.22 (SGLang 0.5.13-0.5.19 pin it): what this test is for
+        weak = False
+    copied = copy.copy(fast)
+    assert fast._tokbackend_gate is copied._tokbackend_gate
+    assert copied("Hello there, ſ's")["input_ids"] == hf_tokenizer("Hello there, ſ's")["input_ids"], weak

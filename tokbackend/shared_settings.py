@@ -165,11 +165,14 @@ class SettingsGate:
 
 
 _registry_lock = fork_safe_lock(sys.modules[__name__], "_registry_lock")
-_gates: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+# By the Rust tokenizer's id, with the accelerated tokenizers that use the gate: tokenizers 0.22's
+# Tokenizer takes no weak reference. While one of them lives, it holds the Rust tokenizer, so the
+# id is that tokenizer's; once none does, no call is inside and the entry may go.
+_gates: dict[int, tuple[SettingsGate, weakref.WeakSet]] = {}
 
 
 def _after_fork_in_child() -> None:
-    for gate in list(_gates.values()):
+    for gate, _ in list(_gates.values()):
         gate._open()
 
 
@@ -177,10 +180,12 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-def gate_of(rust: Any) -> SettingsGate:
-    """The one gate of a Rust tokenizer, however many accelerated objects share it."""
+def gate_of(rust: Any, owner: object) -> SettingsGate:
+    """The one gate of a Rust tokenizer, however many accelerated objects (`owner`: one of them,
+    holding `rust`) share it."""
     with _registry_lock:
-        gate = _gates.get(rust)
-        if gate is None:
-            gate = _gates[rust] = SettingsGate()
+        for key in [key for key, (_, owners) in _gates.items() if not owners]:
+            del _gates[key]
+        gate, owners = _gates.setdefault(id(rust), (SettingsGate(), weakref.WeakSet()))
+        owners.add(owner)
         return gate

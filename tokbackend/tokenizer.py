@@ -210,6 +210,7 @@ class AcceleratedTokenizerMixin:
         clone = object.__new__(type(self))
         clone.__dict__.update(self.__dict__)
         clone._tokbackend_reference = HFReference(clone, self._tokbackend_reference.model)
+        clone._tokbackend_gate = gate_of(clone._tokenizer, clone)  # the same gate, one more user
         return clone
 
     def __deepcopy__(self, memo):
@@ -370,7 +371,7 @@ def _attach(
     accelerated.__class__ = accelerated_class(type(tokenizer))
     reference = HFReference(accelerated, model_name(tokenizer))
     accelerated._tokbackend_reference = reference
-    accelerated._tokbackend_gate = gate_of(accelerated._tokenizer)
+    accelerated._tokbackend_gate = gate_of(accelerated._tokenizer, accelerated)
     accelerated._tokbackend = state = AccelerationState(reference.model, options)
     if share_from is not None and share_from.serves(reference.content()):
         # The backends are immutable once built, so a copy shares them (and the counters).
