@@ -130,7 +130,9 @@ def uncovered(commands: list[tuple[str, str]]) -> list[str]:
 
 def bash(script: str, cwd: Path, **env: str) -> subprocess.CompletedProcess:
     """`script` in bash, with this interpreter's scripts (`tokbackend`, `pytest`) first on PATH."""
-    environment = {**os.environ, **env}
+    # not this run's pytest settings: an xdist worker's PYTEST_XDIST_WORKER turns a child's
+    # pytest-benchmark off (and --benchmark-only then refuses to start)
+    environment = {key: value for key, value in {**os.environ, **env}.items() if not key.startswith("PYTEST_")}
     environment["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{environment.get('PATH', '')}"
     return subprocess.run(
         ["bash", "-c", f"set -euo pipefail\n{script}"],

@@ -29,7 +29,16 @@ from tokbackend.guard.records import BAKED_RECORDS_ENV, find_record, record_key,
 from tokbackend.guard.scan import from_ranges, ranges
 from tokbackend.state import AccelerationState
 from tokbackend.tokenizer import AcceleratedTokenizerMixin, HFReference
-from tokbackend.verify import EXIT_GRAMMAR, EXIT_MISMATCH, EXIT_OK, EXIT_PARTIAL, EXIT_UNAVAILABLE, EXIT_USAGE, verify_model
+from tokbackend.verify import (
+    EXIT_GRAMMAR,
+    EXIT_MISMATCH,
+    EXIT_OK,
+    EXIT_PARTIAL,
+    EXIT_UNAVAILABLE,
+    EXIT_USAGE,
+    STEPS,
+    verify_model,
+)
 
 
 def _run_cli(*arguments: str, cache_dir=None) -> subprocess.CompletedProcess:
@@ -352,7 +361,7 @@ def test_usage_errors_exit_2_and_partial_runs_exit_7(capsys):
     error = capsys.readouterr().err
     # the usage of `verify`, not the top-level one, naming the bad step and every valid one
     assert error.startswith("usage: tokbackend verify ") and "{verify,guard,sglang-gate}" not in error
-    assert "argument --only: unknown step(s) nothing; known: scan, properties, arguments, changes, segments" in error
+    assert f"argument --only: unknown step(s) nothing; known: {', '.join(STEPS)}" in error
     with pytest.raises(SystemExit) as unknown_option:
         cli.main(["verify", "qwen3", "--no-such-option"])
     assert unknown_option.value.code == EXIT_USAGE
