@@ -377,8 +377,8 @@ def test_verify_checks_threads_state_warnings_and_results(capsys):
 @pytest.mark.parametrize(
     ("plant", "failing"),
     [
-        (lambda mp: mp.setattr("tokbackend.tokenizer.gate_of", lambda rust: RestoresWithoutWaiting()), "threads"),
-        (lambda mp: mp.setattr("tokbackend.tokenizer.gate_of", lambda rust: ForgetsAnswers()), "state"),
+        (lambda mp: mp.setattr("tokbackend.tokenizer.gate_of", lambda rust, owner: RestoresWithoutWaiting()), "threads"),
+        (lambda mp: mp.setattr("tokbackend.tokenizer.gate_of", lambda rust, owner: ForgetsAnswers()), "state"),
         (lambda mp: mp.setattr(HFReference, "_internal", internal_calls_warn), "warnings"),
         (lambda mp: mp.setattr(HFReference, "hf_encodings", encodings_of_the_current_state), "results"),
     ],
