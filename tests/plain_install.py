@@ -83,7 +83,10 @@ def main() -> None:
             check([fast.encode(text) for text in TEXTS] == expected_ids, f"{backend}: ids equal HF's at once")
             check(fast.tokbackend.wait_until_final(300), f"{backend}: the start-up build finished")
             stats = fast.tokbackend.stats()
-            check(stats["start_up"]["final"], f"{backend}: stats()['start_up']['final'] ({stats['start_up']})")
+            check(
+                stats["start_up"]["final"] and stats["start_up"]["failed"] is None,
+                f"{backend}: the start-up build is final and did not fail ({stats['start_up']})",
+            )
             # derived by this process (or, after the first, read back from the cache it wrote)
             check(str(scratch / "cache") in stats["guard"], f"{backend}: guard {stats['guard']!r}")
             check([fast.encode(text) for text in TEXTS] == expected_ids, f"{backend}: ids equal HF's when final")

@@ -11,7 +11,6 @@ import copy
 import logging
 import multiprocessing
 import threading
-import time
 
 import pytest
 from defects import DropsOnCombiningAcute
@@ -138,6 +137,7 @@ def test_a_derivation_that_misses_a_class_is_caught_by_the_second_probe(
     with caplog.at_level(logging.ERROR, logger="tokbackend"):
         assert fast.tokbackend.wait_until_final(120)
     assert not fast.tokbackend.fast_path_enabled and "disagrees with HuggingFace" in fast.tokbackend.disabled_reason
+    assert fast.tokbackend.stats()["start_up"]["failed"] == fast.tokbackend.disabled_reason
     assert any("finishing the start-up build" in record.getMessage() for record in caplog.records)
     assert fast.encode(TEXTS[1]) == qwen3.encode(TEXTS[1])
 
@@ -183,23 +183,61 @@ def test_the_guard_module_derives_nothing_with_a_record(qwen3, monkeypatch):
     assert fast.tokbackend.build.final and "shipped" in fast.tokbackend.stats()["guard"]
 
 
-def test_a_server_process_logs_what_serves_at_start_and_once_finished(qwen3, unseen_pipeline, caplog):
-    """On a fresh replica: the start-up line names the provisional guard and the backend serving
-    while auto's choice loads; a second line names the record derived and the choice."""
-    from tokbackend.integrations.common import accelerate_for_server
+@pytest.fixture
+def failing_finish(monkeypatch):
+    """Planted: the background work of an early start raises, as it did where a wheel lacked
+    the package data every derivation reads (FileNotFoundError)."""
 
-    def lines():
-        return [record.getMessage() for record in caplog.records if "tokenizer for qwen3" in record.getMessage()]
+    def missing(self, *args):
+        raise FileNotFoundError("planted: no Unicode history in this install")
+
+    monkeypatch.setattr(FastDerivation, "record", missing)
+
+
+@pytest.mark.parametrize("backend", ["gigatoken", "auto"])
+def test_a_failure_finishing_an_early_start_is_an_error_and_hf_serves(qwen3, unseen_pipeline, failing_finish, backend, caplog):
+    """In-process users keep the early start; a failure after it is not served on with the
+    early build (its guard was provisional): an ERROR, the reason in stats(), HF answers."""
+    fast = tokbackend.accelerate(qwen3, backend)
+    assert not fast.tokbackend.build.final and fast.tokbackend.stats()["start_up"]["failed"] is None
+    with caplog.at_level(logging.ERROR, logger="tokbackend"):
+        assert fast.tokbackend.wait_until_final(120)
+    failed = fast.tokbackend.stats()["start_up"]["failed"]
+    assert failed is not None and "FileNotFoundError: planted" in failed
+    assert not fast.tokbackend.fast_path_enabled and fast.tokbackend.disabled_reason == failed
+    errors = [record.getMessage() for record in caplog.records if record.levelno == logging.ERROR]
+    assert any("finishing the start-up build failed" in message and "HuggingFace" in message for message in errors), errors
+    served = fast.tokbackend.stats()["fast_texts"]
+    assert [fast.encode(text) for text in TEXTS] == [qwen3.encode(text) for text in TEXTS]
+    assert fast.tokbackend.stats()["fast_texts"] == served  # every one of them went to HF
+
+
+def _server_lines(caplog, model: str) -> list[str]:
+    return [record.getMessage() for record in caplog.records if f"tokenizer for {model}" in record.getMessage()]
+
+
+def test_a_server_process_serves_with_the_final_build_and_says_so(qwen3, unseen_pipeline, caplog):
+    """On a fresh replica the integration waits for the start-up build (auto's choice, the
+    derived record) before the process serves, and its one line names what serves."""
+    from tokbackend.integrations.common import accelerate_for_server
 
     with caplog.at_level(logging.WARNING, logger="tokbackend"):
         fast = accelerate_for_server(qwen3, "qwen3", "--tokenizer-backend tokbackend-auto", "SGLang")
-        assert fast.tokbackend.wait_until_final(120)
-        deadline = time.monotonic() + 30
-        while len(lines()) < 2 and time.monotonic() < deadline:
-            time.sleep(0.05)
-    first, finished = lines()
-    assert "gigatoken serves while fastokens" in first and "provisional" in first
-    assert "start-up finished" in finished and "backend auto (fastokens" in finished and "derived here" in finished
+    assert fast.tokbackend.build.final and fast.tokbackend.fast_path_enabled
+    assert fast.tokbackend.routing.single.name == "fastokens" and not fast.tokbackend.routing.single.provisional
+    (line,) = _server_lines(caplog, "qwen3")
+    assert "start-up build finished" in line and "backend auto (fastokens" in line and "derived here" in line
+    assert "gigatoken served while it loaded" in line
+
+
+def test_a_server_refuses_to_start_when_finishing_the_start_up_build_fails(qwen3, unseen_pipeline, failing_finish, monkeypatch):
+    from tokbackend.integrations.common import ALLOW_FALLBACK_ENV, accelerate_for_server
+
+    with pytest.raises(RuntimeError, match="finishing the start-up build failed: FileNotFoundError: planted.*refusing to start"):
+        accelerate_for_server(qwen3, "qwen3", "--tokenizer-backend tokbackend-auto", "SGLang")
+    monkeypatch.setenv(ALLOW_FALLBACK_ENV, "1")  # the operator's choice: serve it with HF
+    fast = accelerate_for_server(qwen3, "qwen3", "--tokenizer-backend gigatoken", "SGLang")
+    assert not fast.tokbackend.fast_path_enabled and fast.encode(TEXTS[0]) == qwen3.encode(TEXTS[0])
 
 
 def test_the_screen_on_the_served_tokenizer_sees_what_its_own_instances_see(monkeypatch):

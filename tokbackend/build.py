@@ -4,6 +4,25 @@ A `Build` holds everything `AccelerationState.answer` reads: the routing (or why
 is off), the special-token affixes, the segment cache, and the content of the tokenizer state it
 was built for (`Reference.content`). A rebuild makes a new one and the state swaps it in with one
 assignment, so a call never sees half of one build and half of another.
+
+A build is in one of four states (`final`, `failed`, `disabled_reason`; `stats()["start_up"]`):
+
+| state  | made by                         | who answers                                   | what follows             |
+|--------|---------------------------------|-----------------------------------------------|--------------------------|
+| early  | `build_for`, early start        | its routing: guarded texts (a provisional      | `upgraded`: final or     |
+|        | (`AccelerationOptions`)         | guard) HF, the rest the backend (auto's bridge | failed, swapped in by    |
+|        |                                 | while auto's choice loads)                     | the state                |
+| final  | `build_for`, or `upgraded`      | its routing (guarded texts HF)                 | nothing                  |
+| failed | `upgraded` (no exact backend    | HF, every call (ERROR logged; a server refuses | nothing                  |
+|        | found, or an error)             | to start, `tokbackend verify` exits non-zero)  |                          |
+| off    | `build_for` (no exact backend)  | HF, every call                                 | nothing                  |
+
+- A copy of the tokenizer (copy, deepcopy, pickle in one process) shares the build and so its
+  `Finishing`: one `upgraded` per process, whichever copy asks first.
+- A fork: the child serves the build it inherited and makes its own `upgraded` (`Finishing`
+  is keyed by pid; the parent's thread does not exist there).
+- A change to the tokenizer (`Reference.content`): a new build for the new state replaces this
+  one, whatever its state; an `upgraded` that ends after it is dropped.
 """
 
 from __future__ import annotations
@@ -53,6 +72,9 @@ class Build:
     preparing: threading.Thread | None = dataclasses.field(default=None, compare=False)
     # where the final build of an early start is made, once for every state serving this one
     finishing: Finishing = dataclasses.field(default_factory=lambda: Finishing(), compare=False)
+    # why finishing an early start failed (`upgraded`): the fast path is then off, and a server
+    # refuses to start (`tokbackend.integrations.common`)
+    failed: str | None = dataclasses.field(default=None, compare=False)
     # whether nothing is left to swap in (an early start's build is not, `upgraded`); read on
     # every call, so set once here
     final: bool = dataclasses.field(init=False, compare=False)
@@ -135,23 +157,20 @@ def build_for(reference: Reference, options: AccelerationOptions, content: Hasha
 
 def upgraded(build: Build, options: AccelerationOptions, model: str) -> Build:
     """The final build after an early start (`Routing.upgrade`; run on a background thread,
-    never raising): the upgraded routing, or the fast path off where the upgrade found no exact
-    backend, or, after an unexpected error, `build` itself with its routing made final (a
-    provisional guard covers what the exact one would, so serving on with it stays exact)."""
+    never raising): the upgraded routing, or, where the upgrade found no exact backend or
+    failed, the fast path off with the reason in `failed` (logged as an ERROR): HuggingFace
+    answers every call from then on, `stats()["start_up"]["failed"]` says why, a server
+    refuses to start and `tokbackend verify` exits non-zero. Never the early build served on:
+    its guard was provisional and its backend probed without the texts that guard held."""
     try:
         routing, probe_seconds = build.routing.upgrade()
     except NoExactBackend as failure:
-        return dataclasses.replace(
-            build,
-            routing=failure.routing or dataclasses.replace(build.routing, upgrade=None),
-            disabled_reason=_unserved(failure, options, model, changed=False, upgrading=True),
-            finishing=Finishing(),
-        )
+        reason = _unserved(failure, options, model, changed=False, upgrading=True)
+        return _failed(build, failure.routing or dataclasses.replace(build.routing, upgrade=None), reason)
     except Exception as error:  # noqa: BLE001 - a background thread must not die silently
-        logger.error("%s: finishing the start-up build failed (%r); serving on with it", model, error)
-        routing = dataclasses.replace(build.routing, upgrade=None, interim=False)
-        preparing = build.preparing if build.preparing is not None else _prepare(routing)  # renewals need the spare
-        return dataclasses.replace(build, routing=routing, preparing=preparing, finishing=Finishing())
+        reason = f"finishing the start-up build failed: {type(error).__name__}: {error}"
+        logger.error("%s: %s; every encode now goes to HuggingFace", model, reason)
+        return _failed(build, dataclasses.replace(build.routing, upgrade=None, interim=False), reason)
     prepared = {id(lane.backend) for lane in build.routing.lanes()} if build.preparing is not None else set()
     return dataclasses.replace(
         build,
@@ -160,6 +179,10 @@ def upgraded(build: Build, options: AccelerationOptions, model: str) -> Build:
         preparing=_prepare(routing, skip=prepared),
         finishing=Finishing(),
     )
+
+
+def _failed(build: Build, routing: Routing, reason: str) -> Build:
+    return dataclasses.replace(build, routing=routing, disabled_reason=reason, failed=reason, finishing=Finishing())
 
 
 def _prepare(routing: Routing, skip: set[int] = frozenset()) -> threading.Thread:

@@ -139,8 +139,9 @@ class AccelerationState:
             "guard_record": guard.record.get("path"),
             "guard": guard.source(),
             "segment_cache": self._segment_cache_stats(build),
-            # an early start: whether the build serving is final, and how long finishing it took
-            "start_up": {"final": build.final, "finished_in_s": self.upgrade_seconds},
+            # an early start: whether the build serving is final, how long finishing it took, and
+            # why finishing it failed (the fast path is then off)
+            "start_up": {"final": build.final, "finished_in_s": self.upgrade_seconds, "failed": build.failed},
             **backend_stats,
             **self.counters.snapshot(),
         }

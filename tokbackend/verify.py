@@ -193,6 +193,10 @@ def verify_model(
             # named one that fails the probe is verified all the same: the probe step says so) ...
             deployed = tokbackend.accelerate(hf, backend=backend)
             deployed.tokbackend.wait_until_final()  # what serves once an early start is finished
+            failed = deployed.tokbackend.build.failed
+            if failed is not None:  # a deployment would serve every call with HF from then on
+                step.done("unavailable", f"backend {backend!r} cannot serve {model}: {failed}")
+                return report
             if deployed.tokbackend.routing is None:
                 raise BackendUnavailableError(deployed.tokbackend.disabled_reason)
             lane = deployed.tokbackend.routing.single

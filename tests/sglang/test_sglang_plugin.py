@@ -216,7 +216,7 @@ def test_multi_worker_uvicorn_gets_an_app_that_loads_the_plugins(plugins_loaded)
 def test_a_pipeline_no_record_covers_is_derived_and_final_through_sglang(plugins_loaded, tmp_path, monkeypatch):
     """A model of the user's own (Qwen3's vocabulary under a split regex of its own): through
     SGLang's `get_tokenizer` the installed package derives its guard (reading the Unicode history
-    shipped in the wheel), serves HF's ids at once and finishes its start-up build."""
+    shipped in the wheel), serves HF's ids at once and finishes its start-up build before it serves."""
     from sglang.srt.utils.hf_transformers.tokenizer import get_tokenizer
     from transformers import AutoTokenizer
 
@@ -226,10 +226,29 @@ def test_a_pipeline_no_record_covers_is_derived_and_final_through_sglang(plugins
     monkeypatch.setenv("TOKBACKEND_CACHE_DIR", str(tmp_path / "fresh-cache"))
     hf = AutoTokenizer.from_pretrained(str(directory))
     tokenizer = get_tokenizer(str(directory), tokenizer_backend="tokbackend-auto")
+    stats = tokenizer.tokbackend.stats()  # a server process serves with the final build
+    assert stats["start_up"] == {**stats["start_up"], "final": True, "failed": None}, stats
+    assert str(tmp_path / "fresh-cache") in stats["guard"], stats
     texts = [*TEXTS, "12345678 ſ's"]
     assert [tokenizer.encode(text) for text in texts] == [hf.encode(text) for text in texts]
-    assert tokenizer.tokbackend.wait_until_final(300)
-    stats = tokenizer.tokbackend.stats()
-    assert stats["start_up"]["final"] and str(tmp_path / "fresh-cache") in stats["guard"], stats
-    assert [tokenizer.encode(text) for text in texts] == [hf.encode(text) for text in texts]
-    assert stats["fast_texts"] > 0
+    assert tokenizer.tokbackend.stats()["fast_texts"] > 0
+
+
+def test_a_failure_finishing_the_start_up_build_stops_start_up(plugins_loaded, tmp_path, monkeypatch):
+    """Planted: the background work of an early start raises (as where a wheel lacked the
+    package data every derivation reads). SGLang's tokenizer load stops with the reason rather
+    than serving every call with HF behind a start-up line that named the fast path."""
+    from sglang.srt.utils.hf_transformers.tokenizer import get_tokenizer
+
+    from equivalence.server_models import own_pipeline_model
+    from tokbackend.guard.derive import FastDerivation
+
+    directory = own_pipeline_model(tmp_path / "own-model")
+    monkeypatch.setenv("TOKBACKEND_CACHE_DIR", str(tmp_path / "fresh-cache"))
+
+    def missing(self, *args):
+        raise FileNotFoundError("planted: no Unicode history in this install")
+
+    monkeypatch.setattr(FastDerivation, "record", missing)
+    with pytest.raises(RuntimeError, match="finishing the start-up build failed: FileNotFoundError: planted.*refusing to start"):
+        get_tokenizer(str(directory), tokenizer_backend="tokbackend-auto")

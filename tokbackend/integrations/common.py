@@ -4,10 +4,14 @@
   means any registered backend NAME, or "tokbackend-auto". The prefix keeps our values apart
   from the servers' own choices (SGLang's and vLLM's "fastokens" are fastokens' process-global
   patch, not this package).
-- One log line per process saying what serves the tokenizer, and after an early start a second
-  once the start-up is finished (`AccelerationOptions.early_start`).
-- No silent downgrade: a model the fast path cannot serve stops the server with the reason,
-  unless the environment variable TOKBACKEND_ALLOW_HF_FALLBACK=1 asks to serve it with HF.
+- A server process serves with the final build: after an early start
+  (`AccelerationOptions.early_start`) the integration waits for its background work (the exact
+  guard of a pipeline without a record, auto's choice), which overlaps what the server does
+  meanwhile in its other processes (loading the weights). One log line per process says what
+  serves the tokenizer, and how long the wait took.
+- No silent downgrade: a model the fast path cannot serve, found at start-up or while the
+  start-up build is finished, stops the server with the reason, unless the environment
+  variable TOKBACKEND_ALLOW_HF_FALLBACK=1 asks to serve it with HF.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
-import threading
+import time
 
 from tokbackend.backends import BARE_FLAG_BACKENDS
 
@@ -66,14 +70,12 @@ def accelerate_for_server(tokenizer, model: str, flag: str, server: str, *legacy
             f"Remove the flag, or set {ALLOW_FALLBACK_ENV}=1 to serve it with HuggingFace."
         ) from error
     state = accelerated.tokbackend
-    logger.warning("%s %s tokenizer for %s: %s", server, process, model, state.describe())
-    if not state.build.final:  # an early start: say what serves once it is finished, too
-
-        def log_final() -> None:
-            if state.wait_until_final():
-                logger.warning("%s %s tokenizer for %s, start-up finished: %s", server, process, model, state.describe())
-
-        threading.Thread(target=log_final, name="tokbackend-start-up-line", daemon=True).start()
+    waited = ""
+    if not state.build.final:  # an early start: serve with what it finishes, or refuse to start
+        started = time.monotonic()
+        state.wait_until_final()
+        waited = f" (start-up build finished {time.monotonic() - started:.1f} s after accelerate())"
+    logger.warning("%s %s tokenizer for %s%s: %s", server, process, model, waited, state.describe())
     if not state.fast_path_enabled and not allow_fallback:
         raise RuntimeError(
             f"tokbackend: {flag}: the fast path is off for {model} ({state.disabled_reason}); refusing to start "

@@ -38,12 +38,6 @@ def remember(key: str, backend: str) -> None:
     _write({**_read(), key: {"backend": backend}})
 
 
-def forget(key: str) -> None:
-    choices = _read()
-    choices.pop(key, None)
-    _write(choices)
-
-
 def choices_file() -> Path:
     """The file the choices are kept in (every process of this user shares it)."""
     return cache_dir() / "auto" / "choices.json"
