@@ -331,3 +331,45 @@ def test_the_finishing_work_waits_for_a_pause_in_the_calls(qwen3, unseen_pipelin
     assert not again.tokbackend.build.final
     calls_for(again, 1.0, apart=0.1)  # never a pause; the last call leaves none either
     assert again.tokbackend.wait_until_final(600)  # out of patience: finished all the same
+
+
+# A process that exits right after accelerate(): the background work it started (a lane's
+# warm-up and spare instance, an early start's finishing) stops between its steps rather than
+# keeping the process alive for seconds. Planted: a warm-up of a second, and a pause of five
+# before the finishing work, so that the exit comes first; what runs after it prints.
+EXITS_AT_ONCE = """
+import sys, time
+import tokbackend
+from tokbackend import build, state
+from tokbackend.backends.gigatoken import GigatokenBackend
+
+warm_up = GigatokenBackend.prepare
+GigatokenBackend.prepare = lambda self: (time.sleep(1.0), warm_up(self))[1]
+state.UPGRADE_PAUSE_S = state.UPGRADE_PATIENCE_S = 5.0
+upgraded = build.upgraded
+build.upgraded = lambda *args: (print("FINISHED THE START-UP BUILD", flush=True), upgraded(*args))[1]
+fast = tokbackend.accelerate(tokbackend.load_hf("qwen3"), sys.argv[1])
+backend = fast.tokbackend.backend
+if hasattr(backend, "_build"):  # a RenewingBackend: say when its spare is built
+    spare = backend._build
+    backend._build = lambda: (print("BUILT A SPARE", flush=True), spare())[1]
+print("SERVES", fast.tokbackend.build.final, fast.encode("Hello"), flush=True)
+"""
+
+
+@pytest.mark.parametrize("backend", ["gigatoken", "auto"])
+def test_a_process_that_exits_stops_the_background_work_it_no_longer_needs(backend, unseen_pipeline):
+    import os
+    import subprocess
+    import sys
+
+    environment = {**os.environ, "TOKBACKEND_CACHE_DIR": str(unseen_pipeline / "cache")}
+    completed = subprocess.run(
+        [sys.executable, "-c", EXITS_AT_ONCE, backend], capture_output=True, text=True, timeout=300, env=environment, check=False
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    # gigatoken: a shipped record, final at once (its warm-up and spare follow); auto: the
+    # bridge serves while fastokens would load
+    assert f"SERVES {backend == 'gigatoken'} [9707]" in completed.stdout, completed.stdout
+    assert "BUILT A SPARE" not in completed.stdout
+    assert "FINISHED THE START-UP BUILD" not in completed.stdout

@@ -34,6 +34,7 @@ import threading
 from collections.abc import Hashable
 
 from tokbackend.backends import BackendUnavailableError
+from tokbackend.backends.exiting import exiting, watch_exit
 from tokbackend.backends.forking import fork_safe_lock
 from tokbackend.options import AccelerationOptions
 from tokbackend.reference import Reference
@@ -189,17 +190,21 @@ def _prepare(routing: Routing, skip: set[int] = frozenset()) -> threading.Thread
     """Start the lanes' `prepare()` on a thread of its own: it makes the first calls fast and
     may take a second or pause the GIL, which start-up does not wait for. Not a daemon: an
     interpreter that exits meanwhile waits for it (a daemon thread still inside a backend's
-    native code when the interpreter finalizes aborts the process)."""
+    native code when the interpreter finalizes aborts the process), and it stops between its
+    steps once the interpreter exits (`tokbackend.backends.exiting`)."""
 
     def prepare() -> None:
         for lane in routing.lanes():
             if id(lane.backend) in skip:  # prepared for the build this one replaces
                 continue
+            if exiting():  # nothing will use it (`tokbackend.backends.exiting`)
+                return
             try:
                 lane.backend.prepare()
             except Exception as error:  # a warm-up that fails costs only speed
                 logger.warning("backend %s: preparing it failed (%s); it serves unprepared", lane.name, error)
 
+    watch_exit()
     thread = threading.Thread(target=prepare, name="tokbackend-prepare")
     thread.start()
     return thread

@@ -20,6 +20,7 @@ from array import array
 from typing import Any
 
 from tokbackend.backends import EncodeBackend
+from tokbackend.backends.exiting import exiting, watch_exit
 from tokbackend.backends.forking import fork_safe_lock
 from tokbackend.build import UNBUILT, Build, FastPathError, build_for
 from tokbackend.guard import UnicodeGuard
@@ -244,6 +245,7 @@ class AccelerationState:
         upgrading = self._upgrading
         if upgrading is not None and upgrading[0] is build and upgrading[2] == os.getpid():
             return  # already being finished
+        watch_exit()
         thread = threading.Thread(target=self._upgrade, args=(build,), name="tokbackend-upgrade")
         self._upgrading = (build, thread, os.getpid())
         thread.start()
@@ -256,6 +258,8 @@ class AccelerationState:
     def _upgrade(self, build: Build) -> None:
         started = time.perf_counter()
         self._wait_for_a_pause()
+        if exiting():  # the process is exiting: nothing would serve with it
+            return
         final = build.finishing.result(build, self.options, self.model)
         with self._rebuild_lock:
             if self._serving[0] is not build:
@@ -271,7 +275,7 @@ class AccelerationState:
         while True:
             now = _now()
             quiet = now - max(self._last_call, began)
-            if quiet >= UPGRADE_PAUSE_S or now - began >= UPGRADE_PATIENCE_S:
+            if quiet >= UPGRADE_PAUSE_S or now - began >= UPGRADE_PATIENCE_S or exiting():
                 return
             _sleep(min(UPGRADE_PAUSE_S - quiet, UPGRADE_PATIENCE_S - (now - began)))
 

@@ -28,6 +28,7 @@ import numpy as np
 
 from tokbackend.backends.arrays import little_endian_uint32, split_uint32
 from tokbackend.backends.base import import_library, loading_tokenizer_json, panics_as_errors
+from tokbackend.backends.exiting import exiting
 from tokbackend.backends.warmup import builtin_texts
 
 
@@ -91,7 +92,8 @@ class FastokensBackend:
     def prepare(self) -> None:
         if self._warm:
             self.encode_batch(list(builtin_texts())[:10])
-            self._choose_single_form()
+            if not exiting():  # 12 encodes of 100k characters nothing would use
+                self._choose_single_form()
 
     def _ids(self, text: str) -> list[int]:
         with panics_as_errors("fastokens"):

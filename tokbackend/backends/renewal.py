@@ -29,6 +29,7 @@ from typing import Any
 
 from tokbackend.backends.arrays import encode_array, encode_batch_arrays
 from tokbackend.backends.base import EncodeBackend
+from tokbackend.backends.exiting import exiting
 from tokbackend.backends.forking import fork_safe_lock
 
 _PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
@@ -133,8 +134,11 @@ class RenewingBackend:
         if after_renewal:
             time.sleep(0.1)  # let in-flight calls release the old instance
             _release_freed_memory()
+        if exiting():  # nothing will serve with it (`tokbackend.backends.exiting`)
+            return
         spare = self._build()
-        spare.prepare()
+        if not exiting():
+            spare.prepare()
         with self._spare_lock:
             self._spare = spare
         # Growth seen while the spare was built is mostly the spare itself: start counting afresh.
