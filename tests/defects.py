@@ -134,9 +134,8 @@ def serve_with_guard(tokenizer, guard: UnicodeGuard) -> None:
     """Serve `tokenizer` with every lane of its routing guarded by `guard` instead."""
     state = tokenizer.tokbackend
     build = state.build
-    single = dataclasses.replace(build.routing.single, guard=guard)
-    batch = single if build.routing.batch is build.routing.single else dataclasses.replace(build.routing.batch, guard=guard)
-    _serve(state, dataclasses.replace(build, routing=Routing(single, batch, build.routing.reason)))
+    lane = dataclasses.replace(build.routing.lane, guard=guard)
+    _serve(state, dataclasses.replace(build, routing=Routing(lane, build.routing.reason)))
 
 
 # -- splitters -----------------------------------------------------------------------------

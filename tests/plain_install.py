@@ -90,7 +90,7 @@ def main() -> None:
             # derived by this process (or, after the first, read back from the cache it wrote)
             check(str(scratch / "cache") in stats["guard"], f"{backend}: guard {stats['guard']!r}")
             check([fast.encode(text) for text in TEXTS] == expected_ids, f"{backend}: ids equal HF's when final")
-            served_by = stats["routing"]["single"] if backend == "auto" else stats["backend"]
+            served_by = stats["routing"]["backend"] if backend == "auto" else stats["backend"]
             expected = served_by != "hf" if backend == "auto" else served_by == backend
             check(stats["fast_texts"] > 0 and expected, f"{backend}: served by {served_by}")
 

@@ -17,6 +17,7 @@ from defects import DropsOnCombiningAcute
 
 import tokbackend
 from equivalence.families import build_family
+from tokbackend import build as build_module
 from tokbackend import guard as guard_module
 from tokbackend import state as state_module
 from tokbackend.backends import backend_class
@@ -154,12 +155,12 @@ def test_copies_made_during_an_early_start_finish_on_one_shared_build(qwen3, uns
     for tokenizer in (fast, clone):
         assert tokenizer.tokbackend.wait_until_final(120)
         assert tokenizer.encode(TEXTS[0]) == qwen3.encode(TEXTS[0])
-    assert clone.tokbackend.routing.single.backend is fast.tokbackend.routing.single.backend
-    assert fast.tokbackend.routing.single.name == "fastokens"
+    assert clone.tokbackend.routing.lane.backend is fast.tokbackend.routing.lane.backend
+    assert fast.tokbackend.routing.lane.name == "fastokens"
 
 
 def _in_child(fast, queue):
-    queue.put((fast.encode(TEXTS[0]), fast.tokbackend.wait_until_final(120), fast.tokbackend.routing.single.name))
+    queue.put((fast.encode(TEXTS[0]), fast.tokbackend.wait_until_final(120), fast.tokbackend.routing.lane.name))
 
 
 def test_a_child_forked_during_an_early_start_finishes_it_itself(qwen3, unseen_pipeline):
@@ -224,7 +225,7 @@ def test_a_server_process_serves_with_the_final_build_and_says_so(qwen3, unseen_
     with caplog.at_level(logging.WARNING, logger="tokbackend"):
         fast = accelerate_for_server(qwen3, "qwen3", "--tokenizer-backend tokbackend-auto", "SGLang")
     assert fast.tokbackend.build.final and fast.tokbackend.fast_path_enabled
-    assert fast.tokbackend.routing.single.name == "fastokens" and not fast.tokbackend.routing.single.provisional
+    assert fast.tokbackend.routing.lane.name == "fastokens" and not fast.tokbackend.routing.lane.provisional
     (line,) = _server_lines(caplog, "qwen3")
     assert "start-up build finished" in line and "backend auto (fastokens" in line and "derived here" in line
     assert "gigatoken served while it loaded" in line
@@ -273,6 +274,7 @@ class HandClock:
     def __init__(self) -> None:
         self.now = 1000.0
         self.sleepers = 0
+        self.naps = 0  # sleep() calls so far
         self.changed = threading.Condition()
 
     def __call__(self) -> float:
@@ -283,6 +285,7 @@ class HandClock:
         with self.changed:
             until = self.now + seconds
             self.sleepers += 1
+            self.naps += 1
             self.changed.notify_all()
             self.changed.wait_for(lambda: self.now >= until)
             self.sleepers -= 1
@@ -291,6 +294,14 @@ class HandClock:
         with self.changed:
             self.now += seconds
             self.changed.notify_all()
+
+    def advance_to_the_next_nap(self, seconds: float, timeout: float = 30.0) -> bool:
+        """Move the clock, then wait until some sleeper has looked and gone back to sleep."""
+        with self.changed:
+            naps = self.naps
+            self.now += seconds
+            self.changed.notify_all()
+            return self.changed.wait_for(lambda: self.naps > naps, timeout)
 
     def wait_for_a_sleeper(self) -> None:
         with self.changed:
@@ -331,6 +342,34 @@ def test_the_finishing_work_waits_for_a_pause_in_the_calls(qwen3, unseen_pipelin
     assert not again.tokbackend.build.final
     calls_for(again, 1.0, apart=0.1)  # never a pause; the last call leaves none either
     assert again.tokbackend.wait_until_final(600)  # out of patience: finished all the same
+
+
+def test_a_long_call_in_flight_is_no_pause(qwen3, unseen_pipeline, monkeypatch, hand_clock):
+    """A burst's batch runs for hundreds of milliseconds: the finishing work must not start 50 ms
+    into it (it holds the GIL and doubled the first burst). Planted: a call that blocks inside
+    the backend while the hand clock moves past the pause."""
+    monkeypatch.setattr(state_module, "UPGRADE_PAUSE_S", 2.0)
+    monkeypatch.setattr(state_module, "UPGRADE_PATIENCE_S", 60.0)
+    started = []
+    upgraded = build_module.upgraded
+    monkeypatch.setattr(build_module, "upgraded", lambda *args: (started.append(True), upgraded(*args))[1])
+    fast = tokbackend.accelerate(qwen3, "gigatoken")
+    assert not fast.tokbackend.build.final
+    backend = fast.tokbackend.backend
+    inside, release = threading.Event(), threading.Event()
+    encode = backend.encode
+    monkeypatch.setattr(backend, "encode", lambda text: (inside.set(), release.wait(60), encode(text))[2])
+    call = threading.Thread(target=fast.encode, args=(TEXTS[0],))
+    call.start()
+    assert inside.wait(60)
+    hand_clock.wait_for_a_sleeper()
+    for _ in range(5):  # 10 s of the hand clock with the call in flight: the work waits on
+        assert hand_clock.advance_to_the_next_nap(2.0), "the finishing work stopped waiting with a call in flight"
+    assert not started and not fast.tokbackend.build.final
+    release.set()
+    call.join(60)
+    hand_clock.advance(2.0)  # the pause after the call ended
+    assert fast.tokbackend.wait_until_final(600) and started
 
 
 # A process that exits right after accelerate(): the background work it started (a lane's

@@ -59,17 +59,17 @@ def test_auto_chooses_an_exact_backend_and_says_why(hf_tokenizer, fresh_auto_cac
     with caplog.at_level(logging.INFO, logger="tokbackend"):
         fast = tokbackend.accelerate(hf_tokenizer, "auto", early_start=False)
     routing = fast.tokbackend.stats()["routing"]
-    assert routing["single"] == routing["batch"] == auto.candidates()[0] == "fastokens"
+    assert routing["backend"] == auto.candidates()[0] == "fastokens"
     assert built == ["fastokens"], "auto built a backend it does not serve with"
     assert "the first in auto's order that is exact (fastokens, gigatoken)" in routing["reason"]
     assert "not built: gigatoken" in routing["reason"]
-    assert "auto" in fast.tokbackend.describe() and routing["single"] in fast.tokbackend.describe()
+    assert "auto" in fast.tokbackend.describe() and routing["backend"] in fast.tokbackend.describe()
     assert fast.encode(LONG) == hf_tokenizer.encode(LONG)
     assert fast([LONG, "x"])["input_ids"] == hf_tokenizer([LONG, "x"])["input_ids"]
     assert fast.tokbackend.stats()["fast_texts"] == 3
     # a second start remembers the choice and builds only the chosen backend
     again = tokbackend.accelerate(hf_tokenizer, "auto", early_start=False)
-    assert again.tokbackend.stats()["routing"]["single"] == routing["single"]
+    assert again.tokbackend.stats()["routing"]["backend"] == routing["backend"]
     from tokbackend.routing import choices
 
     reason = again.tokbackend.stats()["routing"]["reason"]
@@ -87,11 +87,11 @@ def test_auto_serves_with_the_cheapest_backend_while_its_choice_loads(hf_tokeniz
     monkeypatch.setattr(auto, "build_lane", lambda name, *args, **kwargs: built.append(name) or build_lane(name, *args, **kwargs))
     fast = tokbackend.accelerate(hf_tokenizer, "auto")
     early = fast.tokbackend.stats()["routing"]
-    assert early["single"] == "gigatoken" and "gigatoken serves while fastokens" in early["reason"], early
+    assert early["backend"] == "gigatoken" and "gigatoken serves while fastokens" in early["reason"], early
     assert fast.encode(LONG) == hf_tokenizer.encode(LONG)
     assert fast.tokbackend.wait_until_final(120)
     final = fast.tokbackend.stats()["routing"]
-    assert final["single"] == final["batch"] == "fastokens"
+    assert final["backend"] == "fastokens"
     assert "gigatoken served while it loaded" in final["reason"]
     assert built == ["gigatoken", "fastokens"]
     assert fast.encode(LONG) == hf_tokenizer.encode(LONG)
@@ -104,7 +104,7 @@ def test_a_backend_that_cannot_serve_the_model_is_passed_over(hf_tokenizer, fres
     fast = tokbackend.accelerate(hf_tokenizer, "auto")
     assert fast.tokbackend.wait_until_final(120)
     routing = fast.tokbackend.stats()["routing"]
-    assert routing["single"] == "fastokens"
+    assert routing["backend"] == "fastokens"
     assert "fast-but-wrong not exact here" in routing["reason"] and "disagrees with HuggingFace" in routing["reason"]
 
 
@@ -129,7 +129,7 @@ def test_auto_never_routes_to_a_backend_the_probe_rejects(hf_tokenizer, fresh_au
     fast = tokbackend.accelerate(hf_tokenizer, "auto")
     assert fast.tokbackend.wait_until_final(120)
     routing = fast.tokbackend.stats()["routing"]
-    assert "fast-but-wrong" not in (routing["single"], routing["batch"])
+    assert routing["backend"] != "fast-but-wrong"
     assert "fast-but-wrong not exact here" in routing["reason"]
     assert fast.encode("room 101") == hf_tokenizer.encode("room 101")
 
@@ -146,12 +146,12 @@ def test_an_early_start_never_serves_with_a_backend_the_probe_rejects(hf_tokeniz
     register_for_test("cheap-but-wrong", CheapButWrong)
     fast = tokbackend.accelerate(hf_tokenizer, "auto")
     routing = fast.tokbackend.stats()["routing"]
-    assert "cheap-but-wrong" not in (routing["single"], routing["batch"])
+    assert routing["backend"] != "cheap-but-wrong"
     assert "cheap-but-wrong not exact here" in routing["reason"]
     assert fast.encode("room 101") == hf_tokenizer.encode("room 101")
     # without the probe the planted defect is what serves first: the probe is the gate
     unprobed = tokbackend.accelerate(hf_tokenizer, "auto", probe=False)
-    assert unprobed.tokbackend.stats()["routing"]["single"] == "cheap-but-wrong"
+    assert unprobed.tokbackend.stats()["routing"]["backend"] == "cheap-but-wrong"
     assert unprobed.encode("room 101") != hf_tokenizer.encode("room 101")
     assert unprobed.tokbackend.wait_until_final(120)
 
@@ -161,7 +161,7 @@ def test_auto_without_the_probe_would_route_to_the_planted_defect(hf_tokenizer, 
     register_for_test("fast-but-wrong", FastButWrong)
     fast = tokbackend.accelerate(hf_tokenizer, "auto", probe=False)
     assert fast.tokbackend.wait_until_final(120)
-    assert fast.tokbackend.stats()["routing"]["single"] == "fast-but-wrong"
+    assert fast.tokbackend.stats()["routing"]["backend"] == "fast-but-wrong"
     assert fast.encode("room 101") != hf_tokenizer.encode("room 101")
 
 

@@ -172,7 +172,7 @@ def upgraded(build: Build, options: AccelerationOptions, model: str) -> Build:
         reason = f"finishing the start-up build failed: {type(error).__name__}: {error}"
         logger.error("%s: %s; every encode now goes to HuggingFace", model, reason)
         return _failed(build, dataclasses.replace(build.routing, upgrade=None, interim=False), reason)
-    prepared = {id(lane.backend) for lane in build.routing.lanes()} if build.preparing is not None else set()
+    prepared = {id(build.routing.lane.backend)} if build.preparing is not None else set()
     return dataclasses.replace(
         build,
         routing=routing,
@@ -194,15 +194,13 @@ def _prepare(routing: Routing, skip: set[int] = frozenset()) -> threading.Thread
     steps once the interpreter exits (`tokbackend.backends.exiting`)."""
 
     def prepare() -> None:
-        for lane in routing.lanes():
-            if id(lane.backend) in skip:  # prepared for the build this one replaces
-                continue
-            if exiting():  # nothing will use it (`tokbackend.backends.exiting`)
-                return
-            try:
-                lane.backend.prepare()
-            except Exception as error:  # a warm-up that fails costs only speed
-                logger.warning("backend %s: preparing it failed (%s); it serves unprepared", lane.name, error)
+        lane = routing.lane
+        if id(lane.backend) in skip or exiting():  # prepared for the build this one replaces, or
+            return  # the process exits and nothing will use it (`tokbackend.backends.exiting`)
+        try:
+            lane.backend.prepare()
+        except Exception as error:  # a warm-up that fails costs only speed
+            logger.warning("backend %s: preparing it failed (%s); it serves unprepared", lane.name, error)
 
     watch_exit()
     thread = threading.Thread(target=prepare, name="tokbackend-prepare")

@@ -2,7 +2,7 @@
 
 `AccelerationState` is what `accelerate()` attaches (reach it as `tokenizer.tokbackend`). It
 serves plain-text encodes from one immutable `Build` (`tokbackend.build`): guarded texts from
-HuggingFace, the rest from the routing's single-text or batch lane, through the segment cache
+HuggingFace, the rest from the routing's lane, through the segment cache
 where the tokenizer uses one. Every call compares the tokenizer's fingerprint with the one it
 last served; when it changed (tokens added, the normalizer replaced, ...) and so did what a build
 is made from (`Reference.content`), the state makes a new build and swaps it in, with the
@@ -67,7 +67,8 @@ class AccelerationState:
         # an early start's build being finished: (that build, the thread, the pid that started it)
         self._upgrading: tuple[Build, threading.Thread, int] | None = None
         self.upgrade_seconds: float | None = None
-        self._last_call = 0.0  # when a call last arrived while the build was not final
+        self._last_call = 0.0  # when a call last arrived or ended while the build was not final
+        self._in_flight: list[None] = []  # one item per such call still running (append, pop: atomic)
 
     # -- what stats() and the logs show ---------------------------------------------------------
 
@@ -103,14 +104,14 @@ class AccelerationState:
 
     @property
     def backend(self) -> EncodeBackend | None:
-        """The single-text lane's backend (the only one unless "auto" split the routing)."""
+        """The backend answering calls (None with no routing)."""
         routing = self.build.routing
-        return None if routing is None else routing.single.backend
+        return None if routing is None else routing.lane.backend
 
     @property
     def guard(self) -> UnicodeGuard:
         routing = self.build.routing
-        return _NO_GUARD if routing is None else routing.single.guard
+        return _NO_GUARD if routing is None else routing.lane.guard
 
     @property
     def splitter(self) -> AddedTokenSplitter | None:
@@ -125,9 +126,7 @@ class AccelerationState:
     def stats(self) -> dict[str, Any]:
         """Counters and state, e.g. `{"backend": "gigatoken", "fast_calls": 3, "fallbacks": {...}}`."""
         build = self.build
-        backend_stats: dict[str, Any] = {}
-        for lane in () if build.routing is None else build.routing.lanes():
-            backend_stats.update(lane.backend.stats())
+        backend_stats = {} if build.routing is None else build.routing.lane.backend.stats()
         guard = self.guard
         return {
             "backend": self.backend_name,
@@ -160,12 +159,9 @@ class AccelerationState:
         routing = build.routing
         if routing is None or build.disabled_reason is not None:
             return f"backend {self.backend_name}, fast path off ({build.disabled_reason})"
-        lanes = routing.single.name
-        if routing.batch is not routing.single:
-            lanes = f"single {routing.single.name}, batch {routing.batch.name}"
-        guard = routing.single.guard
+        guard = routing.lane.guard
         return (
-            f"backend {self.backend_name} ({lanes}; {routing.reason}), "
+            f"backend {self.backend_name} ({routing.lane.name}; {routing.reason}), "
             f"{len(guard.code_points)} guarded code points (guard {guard.source()}), probe {build.probe_seconds * 1000:.0f} ms"
         )
 
@@ -269,12 +265,13 @@ class AccelerationState:
         logger.info("%s: start-up build finished in %.1f s: %s", self.model, self.upgrade_seconds, self.describe())
 
     def _wait_for_a_pause(self) -> None:
-        """Until no call has arrived for UPGRADE_PAUSE_S (counting from now: accelerate() has
-        just returned, its first calls are coming), or UPGRADE_PATIENCE_S have passed."""
+        """Until no call has run for UPGRADE_PAUSE_S (counting from now: accelerate() has just
+        returned, its first calls are coming; a long call in flight, such as a burst's batch, is
+        no pause), or UPGRADE_PATIENCE_S have passed."""
         began = _now()
         while True:
             now = _now()
-            quiet = now - max(self._last_call, began)
+            quiet = 0.0 if self._in_flight else now - max(self._last_call, began)
             if quiet >= UPGRADE_PAUSE_S or now - began >= UPGRADE_PATIENCE_S or exiting():
                 return
             _sleep(min(UPGRADE_PAUSE_S - quiet, UPGRADE_PATIENCE_S - (now - began)))
@@ -288,6 +285,7 @@ class AccelerationState:
         add_special_tokens: bool,
         truncation: Truncation | None,
         arrays: bool = False,
+        _noted: bool = False,
     ) -> list[list[int]] | list[array] | None:
         """Ids for plain texts, or None after recording why HuggingFace must answer the call.
 
@@ -298,10 +296,16 @@ class AccelerationState:
         build, seen = self._serving
         if reference.fingerprint() != seen:
             build = self.rebuild(reference)
-        if not build.final:
-            self._last_call = _now()
+        if not build.final and not _noted:  # the finishing work waits while calls run
             if self._upgrading is None or self._upgrading[2] != _pid():  # forked meanwhile
                 self._resume_upgrade()
+            self._last_call = _now()
+            self._in_flight.append(None)
+            try:
+                return self.answer(reference, texts, add_special_tokens, truncation, arrays, _noted=True)
+            finally:
+                self._in_flight.pop()
+                self._last_call = _now()
         if build.disabled_reason is not None:
             self.record_fallback(FallbackReason.FAST_PATH_DISABLED, texts=len(texts))
             return None

@@ -199,7 +199,7 @@ def verify_model(
                 return report
             if deployed.tokbackend.routing is None:
                 raise BackendUnavailableError(deployed.tokbackend.disabled_reason)
-            lane = deployed.tokbackend.routing.single
+            lane = deployed.tokbackend.routing.lane
             # ... then verified on its own: the probe's safety net is left off so that every
             # step sees the backend's own answers (through the Unicode guard, as deployed), and
             # the segment cache is off (every text reaches the backend; it has its own step).
@@ -209,7 +209,7 @@ def verify_model(
             return report
         acceleration = accelerated.tokbackend
         guard = acceleration.guard
-        report.certified = [_certified(routed) for routed in deployed.tokbackend.routing.lanes()]
+        report.certified = [_certified(lane)]
         chose = "" if lane.name == backend else f" (auto chose {lane.name}: {deployed.tokbackend.routing.reason})"
         step.done(
             "ok",

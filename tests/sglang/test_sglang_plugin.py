@@ -55,7 +55,7 @@ def test_tokbackend_fastokens_serves_through_get_tokenizer(model_dir, plugins_lo
 
     tokenizer = get_tokenizer(model_dir, tokenizer_backend="tokbackend-fastokens")
     assert isinstance(tokenizer, AcceleratedTokenizerMixin)
-    assert tokenizer.tokbackend.stats()["routing"]["single"] == "fastokens"
+    assert tokenizer.tokbackend.stats()["routing"]["backend"] == "fastokens"
     assert [tokenizer.encode(text) for text in TEXTS] == [hf_reference.encode(text) for text in TEXTS]
 
 

@@ -117,7 +117,7 @@ def test_the_thread_pool_keeps_the_acceleration_and_shares_one_backend(renderer)
     assert isinstance(tokenizer, AcceleratedTokenizerMixin)
     assert tokenizer.max_token_id == 248076  # vLLM's cached layer survives every copy
     copies = list(tokenizer._pool.queue) if hasattr(tokenizer, "_pool") else []
-    lanes = {id(copy.tokbackend.routing.single.backend) for copy in copies} | {id(tokenizer.tokbackend.routing.single.backend)}
+    lanes = {id(copy.tokbackend.routing.lane.backend) for copy in copies} | {id(tokenizer.tokbackend.routing.lane.backend)}
     assert len(lanes) == 1
     assert all(copy.tokbackend.counters is tokenizer.tokbackend.counters for copy in copies)
 

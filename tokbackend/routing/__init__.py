@@ -1,4 +1,4 @@
-"""Routing: which backend answers a tokenizer's single texts and which its batches.
+"""Routing: which backend answers a tokenizer's calls.
 
 The only place that knows `auto` (a choice among backends, not a backend): `build_routing`
 builds the named backend's lane (`named`) or lets `auto` choose among every registered backend

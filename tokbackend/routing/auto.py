@@ -3,9 +3,9 @@
 Every registered backend but the reference (`is_reference`: "hf") is a candidate, tried in the
 order of its `auto_preference` (lower first; then by name). A candidate qualifies if it loads
 the tokenizer, has a Unicode guard for its pipeline (a shipped or baked record, or one derived
-in seconds) and passes the boot probe; the first that qualifies answers single texts and
-batches. Nothing is built that will not serve: a start builds one backend, or more only where
-the earlier ones cannot serve this model, or, with an early start (`early_start`), the one
+in seconds) and passes the boot probe; the first that qualifies answers every call. Nothing
+is built that will not serve: a start builds one backend, or more only where the earlier ones
+cannot serve this model, or, with an early start (`early_start`), the one
 cheapest to load (`load_cost`: gigatoken), which serves while auto's choice loads and qualifies
 on a background thread, and is dropped once the choice is swapped in. The order is measured, not guessed: fastokens first
 (its memory stays bounded without renewals, it releases the GIL while it encodes, and it was
@@ -77,7 +77,7 @@ def choose_routing(reference: Reference, tokenizer_json: str, options: Accelerat
         if isinstance(lane, Lane):
             why = f"{bridge} serves while {order[0]}, first in auto's order ({', '.join(order)}), loads"
             upgrade = functools.partial(choose, early=False, built={bridge: lane})
-            return Routing(lane, lane, why, upgrade, interim=True), seconds
+            return Routing(lane, why, upgrade, interim=True), seconds
         return choose(early=options.starts_early, built={}, rejected={bridge: lane}, probed=seconds)
     return choose(early=options.starts_early, built={})
 
@@ -121,7 +121,7 @@ def _choose(
                 + (f"; {', '.join(bridged)} served while it loaded" if bridged else "")
                 + (f"; not built: {', '.join(untried)}" if untried else "")
             )
-            routing = Routing(outcome, outcome, reason)
+            routing = Routing(outcome, reason)
             if outcome.provisional:
                 inexact = functools.partial(_inexact, model, name)
                 upgrade = functools.partial(finished_routing, routing, reference, options, model, inexact)

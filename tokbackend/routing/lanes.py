@@ -1,9 +1,8 @@
 """Lanes and routings: which backend, with which Unicode guard, answers which call.
 
 A lane is one backend built for one tokenizer, with the guard derived for that backend. A
-routing names the lane for single texts and the lane for batches (`auto` may pick two different
-backends) and encodes through them: texts the lane's guard flags go to HuggingFace, the rest to
-the backend.
+routing names the lane that answers every call, and why, and encodes through it: texts the
+lane's guard flags go to HuggingFace, the rest to the backend.
 """
 
 from __future__ import annotations
@@ -34,7 +33,7 @@ logger = logging.getLogger("tokbackend")
 HFIds = Callable[[list[str]], list[list[int]]]
 
 # Up to this many texts of a `one_by_one` call (the pieces a segment-cache request misses) are
-# encoded one by one on the single-text lane rather than as a batch: they are typically one long
+# encoded one by one with single-text calls rather than as a batch: they are typically one long
 # new message and a few short ones, and a batch call gives each text one thread, where a
 # single-text call splits a long text across the pool (measured with `bench/backends.py
 # cache-cost`: a ChatML request's two pieces took 1.9x the plain encode as a batch).
@@ -57,10 +56,9 @@ class Lane:
 
 @dataclasses.dataclass(frozen=True)
 class Routing:
-    """Which lane answers single texts and which batches, and why."""
+    """The lane that answers every call, and why."""
 
-    single: Lane
-    batch: Lane
+    lane: Lane
     reason: str
     # What serves once it is ready, and the seconds it spent probing (run on a background thread,
     # `tokbackend.build.upgraded`): the routing with every provisional guard made exact and, for
@@ -72,21 +70,17 @@ class Routing:
     interim: bool = dataclasses.field(default=False, compare=False)
 
     def describe(self) -> dict[str, str]:
-        return {"single": self.single.name, "batch": self.batch.name, "reason": self.reason}
-
-    def lanes(self) -> list[Lane]:
-        """The distinct lanes, single-text lane first."""
-        return [self.single] if self.batch is self.single else [self.single, self.batch]
+        return {"backend": self.lane.name, "reason": self.reason}
 
     def encode(
         self, texts: list[str], hf_ids: HFIds, one_by_one: bool = False, arrays: bool = False
     ) -> tuple[list[list[int]] | list[array], set[int]]:
         """(ids of each text, indexes of the texts the Unicode guard sent to HuggingFace): the
-        lane's backend answers the others in one call (single-text lane for one text, batch lane
-        else), or, with `one_by_one` and at most `FEW_TEXTS` texts, one single-lane call each.
+        lane's backend answers the others, in one batch call, or one single-text call each for
+        one text or, with `one_by_one`, at most `FEW_TEXTS` texts.
         With `arrays`, every text's ids are an `array('q')` (from the backend's own buffer)."""
         few = len(texts) == 1 or (one_by_one and len(texts) <= FEW_TEXTS)
-        lane = self.single if few else self.batch
+        lane = self.lane
         guarded = {index for index, text in enumerate(texts) if lane.guard.needs_hf(text)}
         rest = [index for index in range(len(texts)) if index not in guarded]
         ids: list = [None] * len(texts)
@@ -193,7 +187,7 @@ def finished_routing(
     """(the routing once its lane's provisional guard is exact, seconds probing): the upgrade
     of an early start that serves with its final backend. Raises `inexact(why, seconds)` where
     the second probe finds the lane wrong."""
-    final, seconds = finish_lane(routing.single, reference, options, model)
+    final, seconds = finish_lane(routing.lane, reference, options, model)
     if isinstance(final, str):
         raise inexact(final, seconds)
-    return Routing(final, final, routing.reason), seconds
+    return Routing(final, routing.reason), seconds

@@ -24,11 +24,11 @@ def named_routing(reference: Reference, tokenizer_json: str, options: Accelerati
         raise NoExactBackend(Shortfall.UNAVAILABLE, str(error)) from error
     except GuardUnavailableError as error:
         raise NoExactBackend(Shortfall.INEXACT, str(error), strict_message=f"tokbackend: {model}: {error}") from error
-    routing = Routing(lane, lane, "named explicitly")
+    routing = Routing(lane, "named explicitly")
     if lane.provisional:
         inexact = functools.partial(_inexact, routing)  # a second probe's failure serves on with HF
         upgrade = functools.partial(finished_routing, routing, reference, options, model, inexact)
-        routing = Routing(lane, lane, routing.reason, upgrade)
+        routing = Routing(lane, routing.reason, upgrade)
     if not options.probe:
         return routing, 0.0
     mismatch, seconds = probe_lane(lane, reference, model)
