@@ -5,11 +5,14 @@ Usage:
   python bench/backends.py speed [--prompts 12]        # the table (ratios vs the best raw call)
   python bench/backends.py scaling [--threads 1 2 4 8 16] [--merge bench/backends-scaling.json]
   python bench/backends.py stalls [--prompts 3000]     # event-loop lag p50/p99/max per backend
-  python bench/backends.py agents                      # growing agent conversations, segment cache
+  python bench/backends.py agents [--quick] [--agents 4] [--turns 10]  # agent conversations, first seconds
   python bench/backends.py cache-cost [--prompts 80]   # the segment cache on prompts that never repeat
   python -c "from bench.backends import chart; ..."     # bench/backends.png from the JSON files
 Prints Markdown for bench/RESULTS.md and writes bench/backends-<mode>.json.
 Prompts are unseen: a fresh seed per prompt, ~130k characters (~32k Qwen3.6 tokens).
+Every row names the backend that served it and whether tokbackend's build was final
+(`bench/served.py`): steady-state rows wait for the final build; cold scaling and the agents'
+"first seconds" row measure a fresh process right after `accelerate()`, and say what served.
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from bench import served  # noqa: E402
 
 MODEL = "qwen3.6"
 PROMPT_CHARS = 130_000
@@ -122,56 +127,65 @@ SPEED_ENCODERS = (
 )
 
 
-def build_encoder(
-    encoder: Encoder, hf, tokenizer_json: str
-) -> tuple[Callable[[str], list[int]], Callable[[list[str]], list[list[int]]]]:
-    """(one-text encode, many-text encode) of `encoder`, each returning Python lists of ids."""
+Built = tuple[Callable[[str], list[int]], Callable[[list[str]], list[list[int]]], object]
+
+
+def build_encoder(encoder: Encoder, hf, tokenizer_json: str, steady: bool = True) -> Built:
+    """(one-text encode, many-text encode, what serves them) of `encoder`, the encodes returning
+    Python lists of ids; what serves them is for `served.row_of`. steady: a tokbackend encoder
+    waits for its final build (False: the first seconds after `accelerate()`, as they come)."""
     import tokbackend
 
     if encoder.kind == "hf":
-        return hf.encode, lambda texts: hf(texts)["input_ids"]
+        return hf.encode, lambda texts: hf(texts)["input_ids"], hf
     if encoder.kind == "tokbackend":
         accelerated = tokbackend.accelerate(hf, encoder.backend, segment_cache_mib=64 if encoder.segment_cache else None)
-        return accelerated.encode, lambda texts: accelerated(texts)["input_ids"]
+        if steady:
+            served.steady(accelerated)
+        return accelerated.encode, lambda texts: accelerated(texts)["input_ids"], accelerated
     if encoder.kind == "raw" and encoder.library == "gigatoken":
         import gigatoken
 
         giga = gigatoken.Tokenizer.from_json(tokenizer_json).backend
-        return lambda text: giga.encode_batch_list([text], parallel=False)[0], giga.encode_batch_list
+        return lambda text: giga.encode_batch_list([text], parallel=False)[0], giga.encode_batch_list, "gigatoken (raw)"
     if encoder.kind == "raw" and encoder.library == "fastokens":
         import fastokens
 
         fast = fastokens.Tokenizer.from_json_str(tokenizer_json)
+        name = "fastokens (raw)"
         if encoder.library_cache:
             fast.enable_segment_cache(256 << 20)
+            name = "fastokens (raw, its segment cache)"
         if encoder.form == "ids":
-            return lambda text: fast.encode(text).ids, lambda texts: [e.ids for e in fast.encode_batch(texts)]
+            return lambda text: fast.encode(text).ids, lambda texts: [e.ids for e in fast.encode_batch(texts)], name
 
         def flat(texts):
             ids, offsets = fast.encode_batch_flat(texts)
             ids, offsets = array.array("I", ids), array.array("Q", offsets)
             return [ids[offsets[index] : offsets[index + 1]].tolist() for index in range(len(texts))]
 
-        return lambda text: flat([text])[0], flat
+        return lambda text: flat([text])[0], flat, name
     raise ValueError(f"{encoder.label}: no builder for kind {encoder.kind!r}")
 
 
-def competitor(label: str) -> tuple[Callable[[str], list[int]], Callable[[list[str]], list[list[int]]]]:
+def competitor(label: str, steady: bool = True) -> Built:
     """`build_encoder` for the row labelled `label`, on the bench's model. Each is measured in a
     process of its own: libraries with thread pools of their own would otherwise compete for the
     cores while another encoder is timed."""
     import tokbackend
 
     hf = tokbackend.load_hf(MODEL)
-    return build_encoder(ENCODERS[label], hf, hf.backend_tokenizer.to_str())
+    return build_encoder(ENCODERS[label], hf, hf.backend_tokenizer.to_str(), steady)
 
 
 def _child(mode: str, name: str, prompts: int) -> None:
-    """Runs in a child process: times `name`, prints one RESULT line."""
+    """Runs in a child process: times `name`, prints one RESULT line (with what served it)."""
+    rows = []
     if mode != "cold":  # cold builds a fresh competitor for each burst below
-        one, many = competitor(name)
+        one, many, serving = competitor(name)
         _seed[0] = 19_000_000
         many(unseen(4))  # warm, on text that is not measured (caches of a backend must not see it again)
+        rows.append(served.row_of(serving))
     _seed[0] = 20_000_000
     single = []
     for text in unseen(min(3, prompts) if name == "HF" else prompts):
@@ -182,20 +196,33 @@ def _child(mode: str, name: str, prompts: int) -> None:
     for _ in range(3 if mode == "speed" else 2):
         texts = unseen(BURST)
         if mode == "cold":  # a freshly started replica: nothing of the backend's caches is warm
-            one, many = competitor(name)
+            if rows:  # the last replica's build finishing on its thread must not run beside this one
+                served.steady(serving)
+            one, many, serving = competitor(name, steady=False)
             many(["warm the thread pools"] * BURST)
+            rows.append(served.row_of(serving))  # a call is served by one build: the one serving now
         started = time.perf_counter()
         many(texts)
         bursts.append(time.perf_counter() - started)
+    if mode != "cold":
+        rows.append(served.row_of(serving))
     summary = statistics.median if mode == "speed" else min
-    print("RESULT " + json.dumps({"single_ms": statistics.median(single or [0.0]) * 1e3, "burst_ms": summary(bursts) * 1e3}))
+    result = {"single_ms": statistics.median(single or [0.0]) * 1e3, "burst_ms": summary(bursts) * 1e3}
+    print("RESULT " + json.dumps({**result, **served.spanning(rows)}))
 
 
-def _in_child(mode: str, name: str, prompts: int, environment: dict | None = None, cores: int | None = None) -> dict[str, float]:
+def _in_child(
+    mode: str,
+    name: str,
+    prompts: int,
+    environment: dict | None = None,
+    cores: int | None = None,
+    options: tuple[str, ...] = (),
+) -> dict:
     """Runs `_child` in a fresh process, pinned to the first `cores` cores when given (rayon and
-    fastokens size their pools from the cores a process may use)."""
+    fastokens size their pools from the cores a process may use); `options` go to its command line."""
     completed = subprocess.run(
-        [sys.executable, __file__, "child", "--child-mode", mode, "--competitor", name, "--prompts", str(prompts)],
+        [sys.executable, __file__, "child", "--child-mode", mode, "--competitor", name, "--prompts", str(prompts), *options],
         env={**os.environ, **(environment or {})},
         capture_output=True,
         text=True,
@@ -215,10 +242,10 @@ def speed(prompts: int) -> dict:
         row["single_vs_best_raw"] = row["single_ms"] / best_single
         row["burst_vs_best_raw"] = row["burst_ms"] / best_burst
     lines = [
-        "| encoder (each in its own process) | one 32k prompt ms | vs best raw | burst of 40 ms | vs best raw |",
-        "|---|---:|---:|---:|---:|",
+        "| encoder (each in its own process) | served by | one 32k prompt ms | vs best raw | burst of 40 ms | vs best raw |",
+        "|---|---|---:|---:|---:|---:|",
         *(
-            f"| {name} | {row['single_ms']:.2f} | {row['single_vs_best_raw']:.2f}x | "
+            f"| {name} | {served.label(row)} | {row['single_ms']:.2f} | {row['single_vs_best_raw']:.2f}x | "
             f"{row['burst_ms']:.1f} | {row['burst_vs_best_raw']:.2f}x |"
             for name, row in table.items()
         ),
@@ -238,24 +265,30 @@ def scaling(threads: list[int], earlier: Path | None = None, cold: bool = False)
     """The burst with each library's thread pools limited to 1..16 threads (one process each).
     `earlier`: the JSON of a run on the same host with other thread counts, merged in (a device
     call is limited in time, so the counts can be measured in several calls)."""
-    rows: dict[int, dict[str, float]] = {}
+    rows: dict[int, dict[str, dict]] = {}
     if earlier is not None:
-        rows = {int(count): row for count, row in json.loads(earlier.read_text())["rows"].items()}
+        for count, row in json.loads(earlier.read_text())["rows"].items():
+            # files from before rows said what served them hold the milliseconds alone
+            rows[int(count)] = {name: cell if isinstance(cell, dict) else {"burst_ms": cell} for name, cell in row.items()}
     for count in threads:
         # Environment variables alone do not limit fastokens (measured: 76 ms at "1 thread", 39 at 8),
         # so each child is pinned to `count` cores as well.
         limits = {"RAYON_NUM_THREADS": str(count), "FASTOKENS_BPE_THREADS": str(count)}
         mode = "cold" if cold else "scaling"
-        rows[count] = {name: _in_child(mode, name, 0, limits, cores=count)["burst_ms"] for name in SCALING_ENCODERS}
+        measured = {name: _in_child(mode, name, 0, limits, cores=count) for name in SCALING_ENCODERS}
+        rows[count] = {name: {key: row[key] for key in ("burst_ms", *served.FIELDS)} for name, row in measured.items()}
         print(f"{count} threads: {json.dumps(rows[count])}", flush=True)
     threads = sorted(rows)
     lines = [
-        "| burst of 40, ms | " + " | ".join(f"{count} threads" for count in threads) + f" | {threads[0]}->{threads[-1]} |",
+        "| burst of 40, ms (served by) | "
+        + " | ".join(f"{count} threads" for count in threads)
+        + f" | {threads[0]}->{threads[-1]} |",
         "|---|" + "---:|" * (len(threads) + 1),
     ]
     for name in SCALING_ENCODERS:
-        cells = [f"{rows[count][name]:.0f}" for count in threads]
-        lines.append(f"| {name} | " + " | ".join(cells) + f" | {rows[threads[0]][name] / rows[threads[-1]][name]:.1f}x |")
+        cells = [f"{rows[count][name]['burst_ms']:.0f} ({served.label(rows[count][name])})" for count in threads]
+        speedup = rows[threads[0]][name]["burst_ms"] / rows[threads[-1]][name]["burst_ms"]
+        lines.append(f"| {name} | " + " | ".join(cells) + f" | {speedup:.1f}x |")
     return {"rows": rows, "markdown": "\n".join(lines)}
 
 
@@ -330,10 +363,12 @@ def _cache_cost_child(mode: str, prompts: int) -> dict:
     result = {}
     for seed, (shape, (call, inputs)) in enumerate(_cache_cost_shapes(prompts).items()):
         tokenizer = tokbackend.accelerate(hf, "fastokens", segment_cache_mib=cache, segment_cache_steps_aside=mode == "on")
+        served.steady(tokenizer)
         _seed[0] = 39_000_000 + seed
         tokenizer.encode(_chat(unseen(1)[0]))  # warm, on text that is not measured
         gc.collect()
         times = []
+        before = served.row_of(tokenizer)
         for item in inputs:
             started = time.perf_counter()
             call(tokenizer, item)
@@ -341,7 +376,8 @@ def _cache_cost_child(mode: str, prompts: int) -> dict:
         segment_cache = tokenizer.tokbackend.segment_cache
         bypassed = 0 if segment_cache is None else segment_cache.bypassed
         texts = len(inputs) * (BURST if isinstance(inputs[0], list) else 1)
-        result[shape] = {"times": times, "texts": texts, "through_cache": texts - bypassed}
+        row = served.spanning([before, served.row_of(tokenizer)])
+        result[shape] = {"times": times, "texts": texts, "through_cache": texts - bypassed, **row}
     return result
 
 
@@ -365,6 +401,7 @@ def cache_cost(prompts: int) -> dict:
     for shape in runs["off"][0]:
         best = {mode: [min(pair) for pair in zip(*(run[shape]["times"] for run in runs[mode]))] for mode in CACHE_MODES}
         row = {"inputs": len(best["off"]), "texts": runs["on"][0][shape]["texts"]}
+        row.update(served.spanning(run[shape] for mode in CACHE_MODES for run in runs[mode]))
         row["through_cache"] = runs["on"][0][shape]["through_cache"]
         for mode in CACHE_MODES:
             row[f"{mode}_ms"] = statistics.median(best[mode]) * 1e3
@@ -373,11 +410,12 @@ def cache_cost(prompts: int) -> dict:
             row[f"{mode} / off, means"] = statistics.fmean(best[mode]) / statistics.fmean(best["off"])
         rows[shape] = row
     lines = [
-        "| unrelated prompts (no repeats) | cache off ms | on ms | on / off (median per input; means) "
+        "| unrelated prompts (no repeats) | served by | cache off ms | on ms | on / off (median per input; means) "
         "| always consulted / off (median per input; means) | texts through the cache when on |",
-        "|---|---:|---:|---:|---:|---:|",
+        "|---|---|---:|---:|---:|---:|---:|",
         *(
-            f"| {shape} | {row['off_ms']:.2f} | {row['on_ms']:.2f} | {row['on / off']:.3f}; {row['on / off, means']:.3f} "
+            f"| {shape} | {served.label(row)} | {row['off_ms']:.2f} | {row['on_ms']:.2f} "
+            f"| {row['on / off']:.3f}; {row['on / off, means']:.3f} "
             f"| {row['always consulted / off']:.3f}; {row['always consulted / off, means']:.3f} "
             f"| {row['through_cache']} of {row['texts']} |"
             for shape, row in rows.items()
@@ -400,11 +438,12 @@ def stalls(prompts: int, workers: int = 4) -> dict:
     hf = tokbackend.load_hf(MODEL)
     results = {}
     for backend, budget in (("gigatoken", 256), ("gigatoken", 32), ("fastokens", None)):
-        accelerated = tokbackend.accelerate(hf, backend, cache_budget_mib=budget, segment_cache_mib=None)
+        accelerated = served.steady(tokbackend.accelerate(hf, backend, cache_budget_mib=budget, segment_cache_mib=None))
         started = time.perf_counter()
-        lags = _lags_while_encoding(accelerated, texts, workers)
+        lags, row = served.during(accelerated, functools.partial(_lags_while_encoding, accelerated, texts, workers))
         stats = accelerated.tokbackend.stats()
         results[backend if budget in (None, 256) else f"{backend}, cache budget {budget} MiB"] = {
+            **row,
             "seconds": time.perf_counter() - started,
             "lag_p50_ms": lags[len(lags) // 2] * 1e3,
             "lag_p99_ms": lags[int(len(lags) * 0.99)] * 1e3,
@@ -413,10 +452,12 @@ def stalls(prompts: int, workers: int = 4) -> dict:
             "fast_texts": stats["fast_texts"],
         }
     lines = [
-        f"| backend ({prompts} distinct ~32k-token prompts, {workers} threads) | lag p50 ms | p99 ms | max ms | renewals | s |",
-        "|---|---:|---:|---:|---:|---:|",
+        f"| backend ({prompts} distinct ~32k-token prompts, {workers} threads) | served by | lag p50 ms | p99 ms | max ms "
+        "| renewals | s |",
+        "|---|---|---:|---:|---:|---:|---:|",
         *(
-            f"| tokbackend {name} | {row['lag_p50_ms']:.2f} | {row['lag_p99_ms']:.2f} | {row['lag_max_ms']:.0f} | "
+            f"| tokbackend {name} | {served.label(row)} | {row['lag_p50_ms']:.2f} | {row['lag_p99_ms']:.2f} "
+            f"| {row['lag_max_ms']:.0f} | "
             f"{row['cache_renewals']} | {row['seconds']:.0f} |"
             for name, row in results.items()
         ),
@@ -486,6 +527,11 @@ AGENT_ENCODERS = (
     "tokbackend auto, segment cache on",
     NEW_TEXT_ONLY,
 )
+# The row a fresh process sees: auto's encoder timed at once after accelerate(), while its bridge
+# serves and the final build is being finished (the other tokbackend rows wait for the final one).
+FIRST_SECONDS = "tokbackend auto, first seconds after accelerate()"
+FIRST_SECONDS_OF = "tokbackend auto, segment cache on"
+QUICK_AGENT_ENCODERS = ("HF", "raw fastokens (.ids)", "tokbackend auto, segment cache on")
 
 
 def _agent_workload(conversations: int, turns: int) -> tuple[list[str], list[str]]:
@@ -494,55 +540,79 @@ def _agent_workload(conversations: int, turns: int) -> tuple[list[str], list[str
     return requests, [conversation_turns(100 + agent, 1)[0] for agent in range(BURST)]
 
 
-def _agents_row(name: str) -> dict:
+def _agents_row(name: str, conversations: int, turns: int) -> dict:
     """Runs in a child process: encoder `name`, fresh (nothing cached), on the first burst and
-    then every request, each timed; ids compared with HF's."""
+    then every request, each timed; ids compared with HF's. `FIRST_SECONDS` times auto's encoder
+    from the moment accelerate() returns (the inputs and HF's ids are made before it); every
+    other tokbackend row once its final build serves. What served each call is read before it
+    (a call is served by one build): the row says which backends served, and `final` is
+    "mixed" where the swap came in the middle, with the medians of the requests on either side."""
     import tokbackend
 
     hf = tokbackend.load_hf(MODEL)
     tokenizer_json = hf.backend_tokenizer.to_str()
-    requests, first_turns = _agent_workload(AGENTS, TURNS)
+    requests, first_turns = _agent_workload(conversations, turns)
 
-    encoder = ENCODERS[name]
+    encoder = ENCODERS[FIRST_SECONDS_OF if name == FIRST_SECONDS else name]
     if encoder.kind == "floor":
         build = _new_text_only(tokenizer_json, first_turns, requests)
     else:
-        build = functools.partial(build_encoder, encoder, hf, tokenizer_json)
+        build = functools.partial(build_encoder, encoder, hf, tokenizer_json, steady=name != FIRST_SECONDS)
     expected = [hf.encode(text) for text in requests]
     expected_burst = hf(first_turns)["input_ids"]
-    one, many = build()
     gc.collect()
+    one, many, serving = build() if encoder.kind != "floor" else (*build(), "fastokens (raw, new pieces only)")
+    ready = time.perf_counter()
+    rows = [served.row_of(serving)]
     started = time.perf_counter()
     burst = many(first_turns)
     burst_ms = (time.perf_counter() - started) * 1e3
     times, exact = [], burst == expected_burst
+    by_final: dict[bool, list[float]] = {True: [], False: []}
     for text, ids in zip(requests, expected):
+        rows.append(served.row_of(serving))
         started = time.perf_counter()
         result = one(text)
         times.append(time.perf_counter() - started)
+        by_final[rows[-1]["final"]].append(times[-1])
         exact = exact and result == ids
+    window_s = time.perf_counter() - ready
     if name == NEW_TEXT_ONLY:
         exact = "(pieces only)"
-    return {"request_ms": statistics.median(times) * 1e3, "burst_ms": burst_ms, "exact": exact}
+    row = {"request_ms": statistics.median(times) * 1e3, "burst_ms": burst_ms, "exact": exact, **served.spanning(rows)}
+    row["burst_final"] = rows[0]["final"]
+    row["seconds_after_accelerate"] = window_s  # when the last request was answered
+    for final, label in ((False, "not_final"), (True, "final")):
+        if by_final[final] and by_final[not final]:
+            row[f"request_ms_{label}"] = statistics.median(by_final[final]) * 1e3
+            row[f"requests_{label}"] = len(by_final[final])
+    return row
 
 
-def agents() -> dict:
+def agents(quick: bool = False, conversations: int = AGENTS, turns: int = TURNS) -> dict:
     """Per-request medians on growing conversations (each agent's turns in order, agents
-    interleaved), and a fresh replica's first burst of 40 agents sharing the system prompt.
+    interleaved), and a fresh replica's first burst of 40 agents sharing the system prompt; the
+    same for auto in the first seconds after accelerate() on a fresh process (`FIRST_SECONDS`).
+    quick: HF, raw fastokens and auto only, after the final build and in the first seconds.
 
     Each encoder runs in a process of its own. In one process, every backend's thread pool kept
     spinning while the next encoder was timed: on 2 cores that doubled the medians of the rows
     measured after gigatoken and fastokens (tokbackend fastokens 0.51 ms in one process, 0.24-0.27
     ms alone)."""
-    table = {name: _in_child("agents", name, 0) for name in AGENT_ENCODERS}
-    base, theirs = table["HF"]["request_ms"], table["fastokens + its segment cache"]["request_ms"]
+    names = (*(QUICK_AGENT_ENCODERS if quick else AGENT_ENCODERS), FIRST_SECONDS)
+    options = ("--agents", str(conversations), "--turns", str(turns))
+    table = {name: _in_child("agents", name, 0, options=options) for name in names}
+    base = table["HF"]["request_ms"]
+    theirs = table.get("fastokens + its segment cache", table["raw fastokens (.ids)"])["request_ms"]
+    their_name = "fastokens' cache" if "fastokens + its segment cache" in table else "raw fastokens"
+    hf_burst = table["HF"]["burst_ms"]
     lines = [
-        f"| encoder | per-request median ms ({AGENTS} agents x {TURNS} turns, to ~26k tokens) | vs HF | "
-        f"/ fastokens' cache | first burst of {BURST} agents ms | ids identical |",
-        "|---|---:|---:|---:|---:|---|",
+        f"| encoder | served by | per-request median ms ({conversations} agents x {turns} turns) | vs HF | "
+        f"/ {their_name} | first burst of {BURST} agents ms | burst vs HF | ids identical |",
+        "|---|---|---:|---:|---:|---:|---:|---|",
         *(
-            f"| {name} | {row['request_ms']:.2f} | {base / row['request_ms']:.0f}x | {row['request_ms'] / theirs:.2f} "
-            f"| {row['burst_ms']:.1f} | {row['exact']} |"
+            f"| {name} | {served.label(row)} | {row['request_ms']:.2f} | {base / row['request_ms']:.0f}x "
+            f"| {row['request_ms'] / theirs:.2f} | {row['burst_ms']:.1f} | {hf_burst / row['burst_ms']:.0f}x | {row['exact']} |"
             for name, row in table.items()
         ),
     ]
@@ -588,6 +658,9 @@ def main() -> None:
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2, 4, 8, 16])
     parser.add_argument("--cold", action="store_true", help="scaling: a fresh backend for each burst (a new replica)")
     parser.add_argument("--merge", type=Path, help="scaling: a backends-scaling.json to add these counts to")
+    parser.add_argument("--quick", action="store_true", help="agents: HF, raw fastokens and auto only (steady, first seconds)")
+    parser.add_argument("--agents", type=int, default=AGENTS, help="agents: conversations, interleaved")
+    parser.add_argument("--turns", type=int, default=TURNS, help="agents: turns of each conversation")
     parser.add_argument("--child-mode", help=argparse.SUPPRESS)
     parser.add_argument("--competitor", help=argparse.SUPPRESS)
     arguments = parser.parse_args()
@@ -595,7 +668,7 @@ def main() -> None:
         print("RESULT " + json.dumps(_cache_cost_child(arguments.competitor, arguments.prompts)))
         return
     if arguments.mode == "child" and arguments.child_mode == "agents":
-        print("RESULT " + json.dumps(_agents_row(arguments.competitor)))
+        print("RESULT " + json.dumps(_agents_row(arguments.competitor, arguments.agents, arguments.turns)))
         return
     if arguments.mode == "child":
         _child(arguments.child_mode, arguments.competitor, arguments.prompts)
@@ -607,14 +680,14 @@ def main() -> None:
     elif arguments.mode == "cache-cost":
         result = cache_cost(arguments.prompts or 80)
     elif arguments.mode == "agents":
-        result = agents()
+        result = agents(arguments.quick, arguments.agents, arguments.turns)
     else:
         result = stalls(arguments.prompts or 3000)
     machine = platform.processor() or platform.machine()
     header = f"{datetime.date.today()}, {os.cpu_count()} cores, {machine}, Python {platform.python_version()}"
     print(header)
     print(result["markdown"])
-    name = arguments.mode + ("-cold" if arguments.cold else "")
+    name = arguments.mode + ("-cold" if arguments.cold else "") + ("-quick" if arguments.quick else "")
     output = Path(os.environ.get("OUT", ROOT / "bench")) / f"backends-{name}.json"
     output.write_text(json.dumps({"host": header, **result}, indent=1))
 

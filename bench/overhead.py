@@ -8,7 +8,8 @@ same run. Each version needs its own venv (tokenizers and transformers as the se
 
 The short text repeats (every call checks for changes to the tokenizer: that check is what is
 measured); the long ones are distinct prompts, so no cache answers them. `--json` appends one
-row per run to the file (one run per library version).
+row per run to the file (one run per library version), with the backend that served it and
+whether the build was final (it waits for the final build: bench/served.py).
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from bench import served  # noqa: E402
 
 SHORT = "Hello, world!"
 
@@ -53,24 +56,24 @@ def main() -> None:
     from equivalence.corpus import prompt_text
 
     hf = tokbackend.load_hf(arguments.model)
-    fast = tokbackend.accelerate(tokbackend.load_hf(arguments.model), arguments.backend)
-    fast.tokbackend.wait_until_prepared(300)
+    fast = served.steady(tokbackend.accelerate(tokbackend.load_hf(arguments.model), arguments.backend))
+    before = served.row_of(fast)
     # distinct ~32k-token prompts (~4 characters a token): HF gets other ones than ours, so
     # neither sees a repeat
     long_hf = [prompt_text(seed, 125_000, "mixed") for seed in range(3)]
     long_ours = [prompt_text(seed, 125_000, "mixed") for seed in range(3, 9)]
     for text in (SHORT, long_hf[0], long_ours[0]):
         assert fast.encode(text) == hf.encode(text), "ids differ: timings would mean nothing"
-    before = fast.tokbackend.stats()["fast_texts"]
+    fast_before = fast.tokbackend.stats()["fast_texts"]
     short = {"hf": per_call(hf.encode, [SHORT] * 2000, 5), "tokbackend": per_call(fast.encode, [SHORT] * 2000, 5)}
     long = {"hf": per_call(hf.encode, long_hf, 1), "tokbackend": per_call(fast.encode, long_ours, 1)}
-    assert fast.tokbackend.stats()["fast_texts"] - before >= 10000 + len(long_ours), "the fast path did not answer"
+    assert fast.tokbackend.stats()["fast_texts"] - fast_before >= 10000 + len(long_ours), "the fast path did not answer"
     row = {
         "date": datetime.date.today().isoformat(),
         "tokenizers": tokenizers.__version__,
         "transformers": transformers.__version__,
         "model": arguments.model,
-        "backend": fast.tokbackend.stats()["routing"]["single"],
+        **served.spanning([before, served.row_of(fast)]),
         "short_us": {name: round(seconds * 1e6, 1) for name, seconds in short.items()},
         "short_ratio_tokbackend_over_hf": round(short["tokbackend"] / short["hf"], 2),
         "long_tokens": len(hf.encode(long_hf[0])),
@@ -78,7 +81,7 @@ def main() -> None:
         "long_speedup": round(long["hf"] / long["tokbackend"], 1),
     }
     print(
-        f"tokenizers {row['tokenizers']} transformers {row['transformers']} ({row['backend']}): "
+        f"tokenizers {row['tokenizers']} transformers {row['transformers']} ({served.label(row)}): "
         f"short {row['short_us']['hf']} us HF, {row['short_us']['tokbackend']} us tokbackend "
         f"({row['short_ratio_tokbackend_over_hf']}x HF's time); {row['long_tokens']}-token prompt "
         f"{row['long_ms']['hf']} ms HF, {row['long_ms']['tokbackend']} ms tokbackend ({row['long_speedup']}x faster)"

@@ -3,7 +3,9 @@
 Usage: python bench/report.py bench/results.json [--markdown bench/TABLE.md] [--chart bench/speedup.png]
 
 Ratios are `HF median / competitor median` within each workload group, both measured in the same
-run: "40x" means the competitor needed 1/40 of HuggingFace's time.
+run: "40x" means the competitor needed 1/40 of HuggingFace's time. Each row names the backend
+that served it and whether tokbackend's build was final ("mixed": the rounds span the swap), from
+the row's extra_info (bench/served.py); files from before the rows carried them say "not recorded".
 """
 
 from __future__ import annotations
@@ -42,20 +44,35 @@ def load_groups(path: Path) -> tuple[dict, dict[str, dict[str, float]]]:
     return data, dict(groups)
 
 
+def served_rows(data: dict) -> dict[tuple[str, str], tuple[str, str]]:
+    """(group, competitor) -> (the backend that served it, whether the build was final)."""
+    found = {}
+    for bench in data["benchmarks"]:
+        extra = bench.get("extra_info", {})
+        final = {True: "yes", False: "no"}.get(extra.get("final"), str(extra.get("final", "not recorded")))
+        found[bench["group"], extra.get("competitor", bench["name"])] = (extra.get("backend", "not recorded"), final)
+    return found
+
+
 def markdown(data: dict, groups: dict[str, dict[str, float]]) -> str:
     machine = data.get("machine_info", {})
     when = data.get("datetime", "")[:10]
+    # the machine that measured (pytest-benchmark records it), not the one writing the table
+    cpu = machine.get("cpu", {})
+    python = f"{machine.get('python_implementation', 'CPython')} {machine.get('python_version', platform.python_version())}"
     header = (
-        f"Measured {when} on {_cpu_model()}, {os.cpu_count()} cores ({machine.get('python_implementation', 'CPython')} "
-        f"{machine.get('python_version', platform.python_version())}); medians, unseen text every round.\n"
+        f"Measured {when} on {cpu.get('brand_raw') or _cpu_model()}, {cpu.get('count') or os.cpu_count()} cores ({python}); "
+        "medians, unseen text every round.\n"
     )
-    lines = [header, "| workload | competitor | median ms | vs HF |", "|---|---|---:|---:|"]
+    lines = [header, "| workload | competitor | served by | final build | median ms | vs HF |", "|---|---|---|---|---:|---:|"]
+    what_served = served_rows(data)
     for group in sorted(groups):
         medians = groups[group]
         reference = _reference(group, medians)
         for competitor, median in sorted(medians.items(), key=lambda item: item[1]):
             ratio = f"{medians[reference] / median:.1f}x" if reference else "n/a"
-            lines.append(f"| {group} | {competitor} | {median * 1000:.2f} | {ratio} |")
+            backend, final = what_served[group, competitor]
+            lines.append(f"| {group} | {competitor} | {backend} | {final} | {median * 1000:.2f} | {ratio} |")
     return "\n".join(lines) + "\n"
 
 

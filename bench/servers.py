@@ -12,6 +12,13 @@ SGLang (the real `TokenizerManager` and `OpenAIServingChat`): `_tokenize_one_req
                 (what `--enable-tokenizer-batch-encode` runs)
   agent_chat    a growing agent conversation (tool calls and results, ~2.5k tokens a turn, to ~32k
                 tokens): each turn's chat request, render and encode included; median of the turns
+  first_seconds the batch of 40 (vLLM: the burst of 40) right after the server loaded its
+                tokenizer, before any warm-up: what a burst on a fresh process meets (with
+                tokbackend-auto, the bridge routing while the final build is being finished)
+
+Every workload's row names the backend that served it and whether tokbackend's build was final
+(`backend`, `final`: True, False, or "mixed" when the measurement spans the swap; see
+bench/served.py): the rows other than first_seconds wait for the final build before the warm-up.
 
 Each configuration runs in a process of its own (SGLang's fastokens option and VLLM_USE_FASTOKENS
 patch the whole process); the ids of every request are hashed and checked against plain
@@ -42,6 +49,8 @@ os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench import served  # noqa: E402
+
 MODEL = "qwen3"
 CHARS_32K = 125_000  # ~32k tokens of the corpus's mixed text on Qwen3
 SYSTEM = "You are a coding agent. Use the tools to inspect and change the repository."
@@ -50,6 +59,15 @@ SGLANG_MODES = {"huggingface": {}, "fastokens": {}, "gigatoken": {}, "tokbackend
 VLLM_MODES = {"hf": {}, "hf+VLLM_USE_FASTOKENS": {"VLLM_USE_FASTOKENS": "1"}, "gigatoken": {}, "tokbackend-auto": {}}
 STOCK = {"sglang": "huggingface", "vllm": "hf"}
 OPTION = {"sglang": "fastokens", "vllm": "hf+VLLM_USE_FASTOKENS"}
+# what serves a mode whose tokenizer is not tokbackend's (those say it in their stats)
+NOT_TOKBACKEND = {
+    "huggingface": "hf",
+    "hf": "hf",
+    "fastokens": "fastokens (SGLang's option)",
+    "hf+VLLM_USE_FASTOKENS": "fastokens (vLLM's option)",
+    "raw-fastokens": "fastokens (raw)",
+}
+FIRST_SECONDS_OFFSET = 300  # texts_32k offset of the first_seconds inputs
 
 
 # -- inputs, the same in every process ---------------------------------------------------------
@@ -84,6 +102,18 @@ def turns_measured(times: list[float], ids: list) -> dict:
     return {"ms": statistics.median(times) * 1e3, "last_turn_ms": times[-1] * 1e3, "ids": [digest(row) for row in ids]}
 
 
+def serving_of(tokenizer, mode: str):
+    """What `served.row_of` reads for a mode: tokbackend's tokenizer, or the mode's name."""
+    return tokenizer if hasattr(tokenizer, "tokbackend") else NOT_TOKBACKEND.get(mode, mode)
+
+
+async def timed_row(serving, measure) -> dict:
+    """`await measure()` (a workload's dict), with what served it read before and after."""
+    before = served.row_of(serving)
+    measured = await measure()
+    return {**measured, **served.spanning([before, served.row_of(serving)])}
+
+
 def digest(ids) -> str:
     return hashlib.sha256(json.dumps([int(token) for token in ids]).encode()).hexdigest()[:16]
 
@@ -106,6 +136,8 @@ def sglang_one(mode: str, directory: str, arguments) -> dict:
     from sglang.srt.server_args import PortArgs, ServerArgs
 
     load_plugins()
+    # made before the tokenizer loads: 40 unseen prompts take seconds, the final build would be in by then
+    first_seconds = texts_32k(FIRST_SECONDS_OFFSET, 40) if "first_seconds" in arguments.workloads else None
     server_args = ServerArgs(model_path=directory, tokenizer_backend=mode, device="cpu", skip_server_warmup=True)
     if hasattr(server_args, "resolve_once"):  # 0.5.19 on
         server_args.resolve_once()
@@ -130,47 +162,62 @@ def sglang_one(mode: str, directory: str, arguments) -> dict:
         finally:
             manager.rid_to_state.clear()
 
+    serving = serving_of(manager.tokenizer, mode)
+
+    async def batch_of_40(batch: list[str]) -> dict:
+        # the tokenizer call's share (SGLang's `_tokenize_texts`), the rest is SGLang's own work
+        inner = manager._tokenize_texts
+        spent = []
+
+        async def timed_tokenize_texts(*args, **kwargs):
+            begun = time.perf_counter()
+            try:
+                return await inner(*args, **kwargs)
+            finally:
+                spent.append(time.perf_counter() - begun)
+
+        manager._tokenize_texts = timed_tokenize_texts
+        started = time.perf_counter()
+        answered = await tokenize(request(batch), batch=len(batch))
+        ms = (time.perf_counter() - started) * 1e3
+        del manager._tokenize_texts
+        return {"ms": ms, "tokenize_texts_ms": sum(spent) * 1e3, "ids": [digest(item.input_ids) for item in answered]}
+
     async def run() -> dict:
         out: dict = {}
-        await tokenize(request(texts_32k(900, 1)[0]))  # warm-up: first long encode, thread pools
         wanted = arguments.workloads
+        if first_seconds is not None:  # at once: no warm-up, no wait for the final build
+            out["first_seconds"] = await timed_row(serving, lambda: batch_of_40(first_seconds))
+        served.steady(manager.tokenizer)  # the steady-state rows below measure the final build
+        await tokenize(request(texts_32k(900, 1)[0]))  # warm-up: first long encode, thread pools
         if "request_32k" in wanted:
-            times, ids = [], []
-            for text in texts_32k(0, arguments.repeat):
-                started = time.perf_counter()
-                (tokenized,) = await tokenize(request(text))
-                times.append(time.perf_counter() - started)
-                ids.append(tokenized.input_ids)
-            out["request_32k"] = {"ms": statistics.median(times) * 1e3, "ids": [digest(row) for row in ids]}
-            out["ids_type"] = f"{type(ids[0]).__name__}"
+
+            async def requests() -> dict:
+                times, ids = [], []
+                for text in texts_32k(0, arguments.repeat):
+                    started = time.perf_counter()
+                    (tokenized,) = await tokenize(request(text))
+                    times.append(time.perf_counter() - started)
+                    ids.append(tokenized.input_ids)
+                out["ids_type"] = f"{type(ids[0]).__name__}"
+                return {"ms": statistics.median(times) * 1e3, "ids": [digest(row) for row in ids]}
+
+            out["request_32k"] = await timed_row(serving, requests)
         if "burst_40" in wanted:
             burst = texts_32k(100, 40)
-            started = time.perf_counter()
-            answered = await asyncio.gather(*(tokenize(request(text)) for text in burst))
-            ms = (time.perf_counter() - started) * 1e3
-            out["burst_40"] = {"ms": ms, "ids": [digest(item[0].input_ids) for item in answered]}
+
+            async def together() -> dict:
+                started = time.perf_counter()
+                answered = await asyncio.gather(*(tokenize(request(text)) for text in burst))
+                ms = (time.perf_counter() - started) * 1e3
+                return {"ms": ms, "ids": [digest(item[0].input_ids) for item in answered]}
+
+            out["burst_40"] = await timed_row(serving, together)
         if "batch_40" in wanted:
             batch = texts_32k(200, 40)
-            # the tokenizer call's share (SGLang's `_tokenize_texts`), the rest is SGLang's own work
-            inner = manager._tokenize_texts
-            spent = []
-
-            async def timed_tokenize_texts(*args, **kwargs):
-                begun = time.perf_counter()
-                try:
-                    return await inner(*args, **kwargs)
-                finally:
-                    spent.append(time.perf_counter() - begun)
-
-            manager._tokenize_texts = timed_tokenize_texts
-            started = time.perf_counter()
-            answered = await tokenize(request(batch), batch=len(batch))
-            ms = (time.perf_counter() - started) * 1e3
-            del manager._tokenize_texts
-            rows = [digest(item.input_ids) for item in answered]
-            out["batch_40"] = {"ms": ms, "tokenize_texts_ms": sum(spent) * 1e3, "ids": rows}
+            out["batch_40"] = await timed_row(serving, lambda: batch_of_40(batch))
         if "agent_chat" not in arguments.workloads:
-            return out | described(manager.tokenizer)
+            return out | described(manager.tokenizer, mode)
         from sglang.srt.entrypoints.openai.protocol import ChatCompletionRequest
         from sglang.srt.entrypoints.openai.serving_chat import OpenAIServingChat
         from sglang.srt.parser.template_manager import TemplateManager
@@ -178,31 +225,35 @@ def sglang_one(mode: str, directory: str, arguments) -> dict:
         templates = TemplateManager()
         templates.initialize_templates(manager, model_path=directory)
         chat = OpenAIServingChat(manager, templates)
-        times, ids = [], []
-        try:
-            for messages in agent_conversation(arguments.turns):
-                chat_request = ChatCompletionRequest(model="m", messages=messages, max_tokens=1)
-                started = time.perf_counter()
-                adapted, _ = chat._convert_to_internal_request(chat_request, None)
-                (tokenized,) = await tokenize(adapted)
-                times.append(time.perf_counter() - started)
-                ids.append(tokenized.input_ids)
-        except Exception as error:  # what the server would answer with a 500
-            out["agent_chat"] = {"error": f"{type(error).__name__}: {error}"}
-        else:
-            out["agent_chat"] = turns_measured(times, ids)
-        return out | described(manager.tokenizer)
+
+        async def turns() -> dict:
+            times, ids = [], []
+            try:
+                for messages in agent_conversation(arguments.turns):
+                    chat_request = ChatCompletionRequest(model="m", messages=messages, max_tokens=1)
+                    started = time.perf_counter()
+                    adapted, _ = chat._convert_to_internal_request(chat_request, None)
+                    (tokenized,) = await tokenize(adapted)
+                    times.append(time.perf_counter() - started)
+                    ids.append(tokenized.input_ids)
+            except Exception as error:  # what the server would answer with a 500
+                return {"error": f"{type(error).__name__}: {error}"}
+            return turns_measured(times, ids)
+
+        out["agent_chat"] = await timed_row(serving, turns)
+        return out | described(manager.tokenizer, mode)
 
     return asyncio.run(run())
 
 
-def described(tokenizer) -> dict:
-    """Which tokenizer object answered, and tokbackend's counters where it was tokbackend."""
+def described(tokenizer, mode: str) -> dict:
+    """Which tokenizer object answered, what served at the end (`backend`, `final`), and
+    tokbackend's counters where it was tokbackend."""
     out: dict = {"tokenizer": type(getattr(tokenizer, "_tokenizer", tokenizer)).__module__}
+    out |= served.row_of(serving_of(tokenizer, mode))
     if hasattr(tokenizer, "tokbackend"):
         stats = tokenizer.tokbackend.stats()
         out["tokbackend"] = {key: stats[key] for key in ("fast_texts", "fast_texts_as_arrays", "fallbacks")}
-        out["tokbackend"]["backend"] = stats["routing"]["single"]
     return out
 
 
@@ -216,7 +267,8 @@ def raw_fastokens_one(directory: str, arguments) -> dict:
     batch = texts_32k(200, 40)
     started = time.perf_counter()
     ids = [encoding.ids for encoding in tokenizer.encode_batch(batch)]
-    return {"batch_40": {"ms": (time.perf_counter() - started) * 1e3, "ids": [digest(row) for row in ids]}}
+    row = {"ms": (time.perf_counter() - started) * 1e3, "ids": [digest(row) for row in ids], **served.row_of("fastokens (raw)")}
+    return {"batch_40": row, **served.row_of("fastokens (raw)")}
 
 
 def reference_ids(server: str, arguments) -> dict:
@@ -229,6 +281,7 @@ def reference_ids(server: str, arguments) -> dict:
         "request_32k": lambda: [digest(hf.encode(text)) for text in texts_32k(0, arguments.repeat)],
         "burst_40": lambda: [digest(hf.encode(text)) for text in texts_32k(100, 40)],
         "batch_40": lambda: [digest(hf.encode(text)) for text in texts_32k(200, 40)],
+        "first_seconds": lambda: [digest(hf.encode(text)) for text in texts_32k(FIRST_SECONDS_OFFSET, 40)],
         "agent_chat": lambda: [
             digest(hf.apply_chat_template(messages, tokenize=True, add_generation_prompt=True, return_dict=False))
             for messages in agent_conversation(arguments.turns)
@@ -252,6 +305,8 @@ def vllm_one(mode: str, directory: str, arguments) -> dict:
     from vllm.v1.engine.input_processor import InputProcessor
 
     load_general_plugins()
+    # made before the tokenizer loads: 40 unseen prompts take seconds, the final build would be in by then
+    first_seconds = texts_32k(FIRST_SECONDS_OFFSET, 40) if "first_seconds" in arguments.workloads else None
     model_config = ModelConfig(model=directory, tokenizer_mode=mode.split("+")[0], max_model_len=65536, dtype="float32")
     config = VllmConfig(model_config=model_config)
     renderer = renderer_from_config(config)
@@ -269,19 +324,23 @@ def vllm_one(mode: str, directory: str, arguments) -> dict:
         (engine_input,) = await online.render_completion(request)
         return to_engine(index, engine_input, request).prompt_token_ids
 
-    async def run() -> dict:
-        out: dict = {}
-        await completion(0, texts_32k(900, 1)[0])
+    serving = serving_of(renderer.get_tokenizer(), mode)
+
+    async def burst_of_40(texts: list[str]) -> dict:
+        started = time.perf_counter()
+        answered = await asyncio.gather(*(completion(index, text) for index, text in enumerate(texts)))
+        return {"ms": (time.perf_counter() - started) * 1e3, "ids": [digest(row) for row in answered]}
+
+    async def requests() -> dict:
         times, ids = [], []
         for index, text in enumerate(texts_32k(0, arguments.repeat)):
             started = time.perf_counter()
             ids.append(await completion(index, text))
             times.append(time.perf_counter() - started)
-        out["request_32k"] = {"ms": statistics.median(times) * 1e3, "ids": [digest(row) for row in ids]}
         out["ids_type"] = type(ids[0]).__name__
-        started = time.perf_counter()
-        answered = await asyncio.gather(*(completion(index, text) for index, text in enumerate(texts_32k(100, 40))))
-        out["burst_40"] = {"ms": (time.perf_counter() - started) * 1e3, "ids": [digest(row) for row in answered]}
+        return {"ms": statistics.median(times) * 1e3, "ids": [digest(row) for row in ids]}
+
+    async def turns() -> dict:
         times, ids = [], []
         for index, messages in enumerate(agent_conversation(arguments.turns)):
             request = ChatCompletionRequest(model=directory, messages=messages, max_tokens=1)
@@ -289,8 +348,20 @@ def vllm_one(mode: str, directory: str, arguments) -> dict:
             _, (engine_input,) = await online.render_chat(request)
             ids.append(to_engine(index, engine_input, request).prompt_token_ids)
             times.append(time.perf_counter() - started)
-        out["agent_chat"] = turns_measured(times, ids)
-        out |= described(renderer.get_tokenizer())
+        return turns_measured(times, ids)
+
+    out: dict = {}
+
+    async def run() -> dict:
+        if first_seconds is not None:  # at once: no warm-up, no wait for the final build
+            out["first_seconds"] = await timed_row(serving, lambda: burst_of_40(first_seconds))
+        served.steady(renderer.get_tokenizer())  # the steady-state rows below measure the final build
+        await completion(0, texts_32k(900, 1)[0])
+        out["request_32k"] = await timed_row(serving, requests)
+        burst = texts_32k(100, 40)
+        out["burst_40"] = await timed_row(serving, lambda: burst_of_40(burst))
+        out["agent_chat"] = await timed_row(serving, turns)
+        out.update(described(renderer.get_tokenizer(), mode))
         renderer.shutdown()
         return out
 
@@ -338,7 +409,7 @@ def one(server: str, mode: str, directory: str, output: str, arguments) -> None:
     os._exit(0)  # SGLang's manager tasks and ZMQ context, vLLM's pools: nothing to wait for
 
 
-WORKLOADS = ("request_32k", "burst_40", "batch_40", "agent_chat")
+WORKLOADS = ("request_32k", "burst_40", "batch_40", "agent_chat", "first_seconds")
 
 
 def table(results: list[dict]) -> str:
@@ -369,8 +440,12 @@ def table(results: list[dict]) -> str:
                 ms = outcome["ms"]
                 ratios = " / ".join(f"{other / ms:.2f}x" if other else "-" for other in (stock, option))
                 exact = "" if outcome.get("ids_equal_hf") else " **ids differ**"
-                cells.append(f"{ms:.1f} ({ratios}){exact}")
+                # the backend where it is not the mode's steady one (the bridge, a swap in the middle)
+                steady = served.label(measured) if "backend" in measured else None
+                where = f" [{served.label(outcome)}]" if "backend" in outcome and served.label(outcome) != steady else ""
+                cells.append(f"{ms:.1f} ({ratios}){exact}{where}")
             lines.append(f"| {workload} | " + " | ".join(cells) + " |")
+        lines.append("| served by (steady) | " + " | ".join(served.label(measured) for measured in modes.values()) + " |")
     return "\n".join(lines)
 
 

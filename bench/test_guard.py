@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench import workloads
+from bench import served, workloads
 from equivalence.corpus import prompt_text
 
 _seed = iter(range(10_000_000, 20_000_000))
@@ -24,9 +24,11 @@ def _text(kind: str) -> str:
 def test_guard_check_cost(benchmark, competitor):
     benchmark.group = "guard check 100k chars"
     benchmark.extra_info.update(competitor=competitor, workload=benchmark.group)
-    acceleration = workloads.accelerated().tokbackend
+    accelerated = workloads.accelerated()
+    acceleration = accelerated.tokbackend
     if competitor.startswith("raw"):
         call, kind = acceleration.backend.encode, "mixed"
     else:
         call, kind = acceleration.guard.needs_hf, "ascii" if "ASCII" in competitor else "mixed"
-    benchmark.pedantic(call, setup=lambda: ((_text(kind),), {}), rounds=30, iterations=1)
+    _, row = served.during(accelerated, lambda: benchmark.pedantic(call, setup=lambda: ((_text(kind),), {}), rounds=30))
+    benchmark.extra_info.update(row)

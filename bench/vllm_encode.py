@@ -6,7 +6,8 @@ max_length=max_model_len + 1`) and its tokenizer thread pool. Run in the vLLM ve
   pip install faker  # the prompt corpus
   VLLM_TARGET_DEVICE=cpu python bench/vllm_encode.py [--prompts 9] [--modes hf gigatoken tokbackend-auto]
 
-Prints a Markdown table (median ms per prompt, ratio to stock in the same run, ids identical).
+Prints a Markdown table (median ms per prompt, ratio to stock in the same run, ids identical,
+the backend that served and whether its build was final: each mode waits for the final build).
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "vllm"))
+
+from bench import served  # noqa: E402
 
 
 def main() -> None:
@@ -47,7 +50,10 @@ def main() -> None:
     for mode in arguments.modes:
         renderer = renderer_from_config(vllm_config(str(directory), mode, max_model_len=65536))
         tokenizer, kwargs = renderer.get_tokenizer(), renderer.default_cmpl_tok_params.get_encode_kwargs()
+        served.steady(tokenizer)
         tokenizer(prompts[0][:1000], **kwargs)
+        serving = tokenizer if hasattr(tokenizer, "tokbackend") else f"{mode} (no tokbackend)"
+        before = served.row_of(serving)
         times, ids = [], []
         for prompt in prompts:
             started = time.perf_counter()
@@ -60,13 +66,15 @@ def main() -> None:
             "identical": ids == reference,
             "tokens": statistics.median(len(sequence) for sequence in ids),
             "fallbacks": stats.get("fallbacks", {}),
+            **served.spanning([before, served.row_of(serving)]),
         }
     stock = rows[arguments.modes[0]]["ms"]
     print(f"{datetime.date.today()}, {os.cpu_count()} cores, kwargs {kwargs}")
-    print("| --tokenizer-mode | one ~32k-token prompt, ms (median) | speed-up vs stock | ids identical | fallbacks |")
-    print("|---|---:|---:|---|---|")
+    print("| --tokenizer-mode | served by | one ~32k-token prompt, ms (median) | speed-up vs stock | ids identical | fallbacks |")
+    print("|---|---|---:|---:|---|---|")
     for mode, row in rows.items():
-        print(f"| {mode} | {row['ms']:.2f} | {stock / row['ms']:.1f}x | {row['identical']} | {row['fallbacks'] or '-'} |")
+        cells = f"{row['ms']:.2f} | {stock / row['ms']:.1f}x | {row['identical']} | {row['fallbacks'] or '-'}"
+        print(f"| {mode} | {served.label(row)} | {cells} |")
 
 
 if __name__ == "__main__":

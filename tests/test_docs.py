@@ -51,6 +51,7 @@ PARSED_HERE = {
     "pytest bench/ --benchmark-only --benchmark-json=bench/results.json": "--help",
     "python bench/report.py bench/results.json": "--help",
     "python bench/backends.py agents": "--help",
+    "python bench/backends.py agents --quick": "--help",
     "python bench/backends.py cache-cost --prompts 240": "--help",
     "python bench/boot.py": "--help",
     "python bench/overhead.py": "--help",
