@@ -23,17 +23,11 @@ MIXED = "mixed"
 
 def served_by(stats: dict[str, Any]) -> str:
     """The backend that served, from `tokenizer.tokbackend.stats()`: `"fastokens"`, or
-    `"gigatoken (batch fastokens)"` where the lanes differ, or `"hf (fast path off: REASON)"`.
-
-    The routing's `describe()` names the lane "single" (and "batch"); a later version may call
-    it "backend": both are read.
-    """
+    `"hf (fast path off: REASON)"`. Files from 0.1.0 name it "single" in the routing."""
     routing = stats.get("routing")
-    if not routing:
+    if not routing or not stats.get("fast_path_enabled", True):
         return f"hf (fast path off: {stats.get('disabled_reason')})"
-    single = routing.get("backend", routing.get("single"))
-    batch = routing.get("batch", single)
-    return single if batch == single else f"{single} (batch {batch})"
+    return routing.get("backend", routing.get("single"))
 
 
 def row_of(serving: Any) -> dict[str, Any]:
