@@ -1,12 +1,13 @@
 """The bound on a guard derivation where it serves (`tokbackend.guard.bound`): a backend wrong on
 ASCII is refused before anything past ASCII is scanned, a derivation past its time or its memory
 is cut off and writes no record (the backend is then not exact here, and HuggingFace serves), the
-offline derivation is not bounded.
+offline derivation is not bounded, and a record is found only for what its content depends on.
 Each gate is driven to failure by a planted defect of its class (`tests/defects.py`)."""
 
 from __future__ import annotations
 
 import copy
+import json
 import logging
 
 import pytest
@@ -14,12 +15,13 @@ from defects import DropsOnAsciiLetters, allocates_when_scanning, slow_to_scan
 
 import tokbackend
 from equivalence.changes import CHANGES
+from equivalence.families import build_family
 from tokbackend import cli
 from tokbackend import guard as guard_module
 from tokbackend.backends import backend_class
 from tokbackend.guard import bound, derive, records
 from tokbackend.guard.bound import DerivationBudget, DerivationOverBudget
-from tokbackend.guard.records import record_key
+from tokbackend.guard.records import find_record, model_fingerprint, pipeline_fingerprint, record_key, write_record
 
 STABLE = list(range(0x4E00, 0x4E40)) + list(range(0x0400, 0x0440))  # old CJK and Cyrillic letters
 FAKE_VERSIONS = {"tokenizers": "9.9.9", "gigatoken": "9.9.9"}
@@ -201,3 +203,85 @@ def test_the_offline_derivation_is_not_bounded(unseen, hand_clock, register_for_
         FAKE_VERSIONS, code_points=STABLE + list(range(0x323B0, 0x32400)),
     )  # fmt: skip
     assert hand_clock.now - started > 10 and full["code_points"]
+
+
+# -- what a record is keyed by ----------------------------------------------------------------
+
+
+def _sentencepiece() -> str:
+    """A SentencePiece-style pipeline (byte_fallback, no ByteLevel): the ids oracle's, so its
+    record is the model's."""
+    return build_family("llama2-legacy", "small").backend_tokenizer.to_str()
+
+
+def _model_record(tokenizer_json: str, directory) -> dict:
+    kind = backend_class("gigatoken")
+    record = derive.derive_fast(
+        tokenizer_json,
+        "gigatoken",
+        lambda text: kind(text, kind.options_for_scanning()),
+        record_key(tokenizer_json, "gigatoken"),
+        FAKE_VERSIONS,
+        code_points=STABLE,
+    )
+    write_record(record, directory / "guards")
+    return record
+
+
+def _with_added_token(tokenizer_json: str) -> str:
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_str(tokenizer_json)
+    tokenizer.add_tokens(["\u4e2d\u6587"])  # inside what the derivation scans
+    return tokenizer.to_str()
+
+
+def _with_other_merges(tokenizer_json: str) -> str:
+    spec = json.loads(tokenizer_json)
+    spec["model"]["merges"] = spec["model"]["merges"][:-1]
+    return json.dumps(spec, ensure_ascii=False)
+
+
+def test_a_changed_tokenizer_never_reuses_the_model_record_of_another(unseen, monkeypatch):
+    """A model-scope record (the ids oracle encoded with the vocabulary and the added tokens) is
+    found for that tokenizer alone: one with a token added, or other merges, derives its own.
+    The planted key that leaves the added tokens out (the model fingerprint alone, as before)
+    hands the changed tokenizer the other's record."""
+    cache = unseen.parent
+    original = _sentencepiece()
+    record = _model_record(original, cache)
+    assert record["scope"] == "model" and record["vocabulary_fingerprint"]
+    found, _ = find_record(record_key(original, "gigatoken"), cache, FAKE_VERSIONS)
+    assert found is not None and found["matched"] == "model"
+    for changed in (_with_added_token(original), _with_other_merges(original)):
+        assert pipeline_fingerprint(changed) == pipeline_fingerprint(original)
+        assert find_record(record_key(changed, "gigatoken"), cache, FAKE_VERSIONS)[0] is None
+    monkeypatch.setattr(records, "vocabulary_fingerprint", model_fingerprint)
+    planted = _model_record(original, cache)
+    assert planted["scope"] == "model"
+    assert find_record(record_key(_with_added_token(original), "gigatoken"), cache, FAKE_VERSIONS)[0] is not None
+
+
+def test_a_subword_affix_is_in_the_pipeline_key_only_where_it_is_set():
+    """The boundary oracle keeps the model's subword prefix and suffix (they change its ids): set,
+    they are keyed; unset or empty, the key is what it was (the shipped records' keys)."""
+    text = _qwen3().backend_tokenizer.to_str()
+    spec = json.loads(text)
+    keys = {}
+    for value in ("", "</w>"):
+        spec["model"]["end_of_word_suffix"] = value
+        keys[value] = pipeline_fingerprint(json.dumps(spec, ensure_ascii=False))
+    assert keys[""] == pipeline_fingerprint(text)
+    assert keys["</w>"] != keys[""]
+
+
+@pytest.mark.parametrize("model", ["qwen3", "qwen3.6"])
+def test_the_shipped_records_are_still_found(model, tmp_path):
+    """Keyed as before: the built-in models' pipelines find their shipped record, by pipeline,
+    for both backends."""
+    text = tokbackend.load_hf(model).backend_tokenizer.to_str()
+    for backend in ("gigatoken", "fastokens"):
+        versions = {"tokenizers": "0.23.3", backend: {"gigatoken": "0.10.0", "fastokens": "0.3.5"}[backend]}
+        record, _ = find_record(record_key(text, backend), tmp_path, versions)
+        assert record is not None and record["matched"] == "pipeline"
+        assert record["path"].startswith(str(records.SHIPPED_RECORDS))

@@ -332,6 +332,8 @@ def _record(tokenizer_json, backend_name, key, versions, contexts, reports, deri
         "pipeline": key.pipeline,
         "pipeline_description": describe_pipeline(tokenizer_json),
         "model_fingerprint": key.model if model_scope else None,
+        # the ids oracle encodes with the model's vocabulary and its added tokens: keyed by both
+        **({"vocabulary_fingerprint": key.vocabulary} if model_scope else {}),
         "applies_to": [versions],
         "derivation": derivation,
         "derived_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
