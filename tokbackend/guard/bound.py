@@ -57,10 +57,6 @@ def resident_bytes() -> int:
         return peak if sys.platform == "darwin" else peak * 1024
 
 
-# Read by the meter (tests plant an allocating scan against the real one).
-RESIDENT = resident_bytes
-
-
 @dataclasses.dataclass(frozen=True)
 class DerivationBudget:
     """At most `seconds` (see the module docstring) and `megabytes` (MiB of resident-set growth)
@@ -90,8 +86,7 @@ class DerivationMeter:
         self._spent = spent_seconds
         self._clocks = CLOCKS
         self._started = tuple(clock() for clock in self._clocks)
-        self._resident = RESIDENT
-        self._resident_at_start = self._resident() if budget.megabytes is not None else 0
+        self._resident_at_start = resident_bytes() if budget.megabytes is not None else 0
 
     def seconds(self) -> float:
         """Seconds spent: the lesser of wall-clock and CPU time, with what earlier parts took."""
@@ -101,7 +96,7 @@ class DerivationMeter:
         """MiB the resident set grew by since the meter started (0 where memory is unbounded)."""
         if self.budget.megabytes is None:
             return 0.0
-        return (self._resident() - self._resident_at_start) / MIB
+        return (resident_bytes() - self._resident_at_start) / MIB
 
     def check(self, progress: str) -> None:
         """Raise `DerivationOverBudget` where the derivation is past its budget; `progress`
