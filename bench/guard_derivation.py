@@ -5,6 +5,7 @@ vocabulary.
 Usage:
   python bench/guard_derivation.py fast [--families qwen3 llama3 ...]   # seconds each
   python bench/guard_derivation.py compare [--families ...] [--vocabularies real small]  # and the full scans (minutes each)
+  python bench/guard_derivation.py bound   # under the serving bound: built-in models, verify's changes, ids-oracle pipelines
 Prints a Markdown table for bench/RESULTS.md and writes bench/guard-derivation-<mode>.json.
 Each derivation runs in a process of its own (its RSS growth is its own).
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import gc
 import json
 import os
 import platform
@@ -61,6 +63,141 @@ def _child(family: str, vocabulary: str, backend: str, full: bool) -> dict:
         "scope": record["scope"],
         "pipeline": record["pipeline"],
     }
+
+
+# `bound`: what the derivations accelerate() runs take against `tokbackend.guard.DERIVATION_BUDGET`:
+# the built-in models, a pipeline no record covers, each change of `tokbackend verify` that makes
+# a new pipeline (on Qwen3.6), and pipelines the ids oracle derives (the model's own vocabulary).
+BOUND_CASES = (
+    "qwen3.6",
+    "qwen3",
+    "own-pipeline",
+    "qwen3.6, the normalizer removed",
+    "qwen3.6, the normalizer replaced (NFKC)",
+    "qwen3.6, the pre-tokenizer replaced (digits split first)",
+    "qwen3.6, a pre-tokenizer setting changed in place",
+    "family gemma3",
+    "family llama2-legacy",
+    "family mistral-metaspace",
+    "qwen3.6's vocabulary, SentencePiece-style",  # an ids-oracle derivation with 248k pieces
+)
+
+
+def _bound_tokenizer_json(case: str) -> str:
+    import tempfile
+
+    import tokbackend
+    from equivalence.changes import CHANGES
+    from equivalence.families import build_family
+
+    if case == "own-pipeline":
+        from transformers import PreTrainedTokenizerFast
+
+        from equivalence.server_models import own_pipeline_model
+
+        path = own_pipeline_model(Path(tempfile.mkdtemp())) / "tokenizer.json"
+        return PreTrainedTokenizerFast(tokenizer_file=str(path)).backend_tokenizer.to_str()
+    if case == "qwen3.6's vocabulary, SentencePiece-style":
+        spec = json.loads(tokbackend.load_hf("qwen3.6").backend_tokenizer.to_str())
+        spec["normalizer"], spec["decoder"] = None, None
+        spec["pre_tokenizer"] = {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "first", "split": False}
+        vocabulary = spec["model"]["vocab"]
+        vocabulary.update({f"<0x{byte:02X}>": len(vocabulary) + 1000 + byte for byte in range(256)})
+        spec["model"]["byte_fallback"] = True
+        return json.dumps(spec, ensure_ascii=False)
+    if case.startswith("family "):
+        return build_family(case.removeprefix("family "), "real").backend_tokenizer.to_str()
+    model, _, change = case.partition(", ")
+    tokenizer = tokbackend.load_hf(model)
+    if change:
+        next(known for known in CHANGES if known.name == change).apply(tokenizer)
+    return tokenizer.backend_tokenizer.to_str()
+
+
+def _bound_child(case: str, backend: str) -> dict:
+    """Runs in a child process: one fast derivation under the serving bound; its wall-clock and
+    CPU seconds, the bound's reading of them, its resident-set growth, and how it ended."""
+    import time
+
+    from tokbackend import guard
+    from tokbackend.backends import BackendUnavailableError, backend_class
+    from tokbackend.guard.bound import resident_bytes
+    from tokbackend.guard.derive import derive_fast
+    from tokbackend.guard.records import record_key
+    from tokbackend.guard.scan import from_ranges
+
+    tokenizer_json = _bound_tokenizer_json(case)
+    kind = backend_class(backend)
+    try:
+        kind(tokenizer_json, kind.options_for_scanning())
+    except BackendUnavailableError as error:
+        return {"unavailable": str(error)}
+    gc.collect()  # what loading left behind is freed before, not during, the derivation
+    _reset_peak_resident()
+    resident, wall, cpu = resident_bytes(), time.perf_counter(), time.process_time()
+    try:
+        record = derive_fast(
+            tokenizer_json,
+            kind.guard_family,
+            lambda text: kind(text, kind.options_for_scanning()),
+            record_key(tokenizer_json, kind.guard_family),
+            guard.guard_versions(tuple(kind.versioned_libraries)),
+            budget=guard.DERIVATION_BUDGET,
+        )
+        outcome = f"{record['scope']} record, {len(from_ranges(record['code_points']))} code points"
+    except guard.GuardUnavailableError as error:
+        outcome = f"{type(error).__name__}: {error}"
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    return {
+        "seconds": wall,
+        "cpu_seconds": cpu,
+        "bound_seconds": min(wall, cpu),
+        "rss_growth_mib": (resident_bytes() - resident) / 2**20,
+        "peak_rss_growth_mib": (_peak_resident() - resident) / 2**20,
+        "outcome": outcome,
+    }
+
+
+def _reset_peak_resident() -> None:
+    """Reset this process's peak resident set (Linux: VmHWM) to its resident set now."""
+    with open("/proc/self/clear_refs", "w") as clear_refs:
+        clear_refs.write("5")
+
+
+def _peak_resident() -> int:
+    with open("/proc/self/status") as status:
+        line = next(line for line in status if line.startswith("VmHWM:"))
+    return int(line.split()[1]) * 1024
+
+
+def run_bound() -> dict:
+    """Every `BOUND_CASES` case with every backend, under the serving bound."""
+    from tokbackend.guard import DERIVATION_BUDGET
+
+    rows = []
+    for case in BOUND_CASES:
+        for backend in BACKENDS:
+            completed = subprocess.run([sys.executable, __file__, "bound-child", case, backend], capture_output=True, text=True)
+            lines = [line for line in completed.stdout.splitlines() if line.startswith("RESULT ")]
+            if completed.returncode != 0 or not lines:
+                raise RuntimeError(f"{case} {backend}: {completed.stderr[-2000:]}")
+            rows.append({"case": case, "backend": backend, **json.loads(lines[0].removeprefix("RESULT "))})
+            print(json.dumps(rows[-1]), flush=True)
+    lines = [
+        f"| pipeline | backend | s | CPU s | bound's s (of {DERIVATION_BUDGET.seconds:g}) "
+        f"| RSS growth MiB, at the end / at the peak (of {DERIVATION_BUDGET.megabytes:g}) | outcome |",
+        "|---|---|---:|---:|---:|---:|---|",
+    ]
+    for row in rows:
+        if "unavailable" in row:
+            lines.append(f"| {row['case']} | {row['backend']} | | | | | cannot load |")
+            continue
+        lines.append(
+            f"| {row['case']} | {row['backend']} | {row['seconds']:.2f} | {row['cpu_seconds']:.2f} | "
+            f"{row['bound_seconds']:.2f} | {row['rss_growth_mib']:.0f} / {row['peak_rss_growth_mib']:.0f} | "
+            f"{row['outcome'][:90]} |"
+        )
+    return {"rows": rows, "markdown": "\n".join(lines)}
 
 
 def _full_scans(family: str, vocabulary: str) -> dict:
@@ -166,7 +303,7 @@ def _summary(value):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("mode", choices=["fast", "compare", "child"])
+    parser.add_argument("mode", choices=["fast", "compare", "bound", "child", "bound-child"])
     parser.add_argument("rest", nargs="*")
     parser.add_argument("--families", nargs="+")
     parser.add_argument("--vocabularies", nargs="+", default=["real", "small"], help="compare: the full scans to run")
@@ -178,9 +315,15 @@ def main() -> None:
         )
         print("RESULT " + json.dumps(result))
         return
+    if arguments.mode == "bound-child":
+        print("RESULT " + json.dumps(_bound_child(*arguments.rest)))
+        return
     from equivalence.families import FAMILY_NAMES
 
-    result = run(arguments.families or list(FAMILY_NAMES), arguments.vocabularies if arguments.mode == "compare" else [])
+    if arguments.mode == "bound":
+        result = run_bound()
+    else:
+        result = run(arguments.families or list(FAMILY_NAMES), arguments.vocabularies if arguments.mode == "compare" else [])
     header = f"{datetime.date.today()}, {os.cpu_count()} cores, {platform.processor() or platform.machine()}"
     print(header)
     print(result["markdown"])

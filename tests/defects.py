@@ -95,6 +95,53 @@ class DropsOnCombiningAcute(DropsLastId):
     wrong_on = staticmethod(lambda text: "\u0301" in text)
 
 
+class DropsOnAsciiLetters(DropsLastId):
+    """Wrong on every text holding an ASCII letter (as gigatoken was after a ByteLevel
+    add_prefix_space set in place): wrong where no guard sends a text to HuggingFace. Records the
+    largest code point it was asked to encode (`largest_seen`), to show how far a derivation got."""
+
+    name = "drops-on-ascii-letters"
+    largest_seen = 0
+
+    @staticmethod
+    def wrong_on(text: str) -> bool:
+        return any(character.isascii() and character.isalpha() for character in text)
+
+    def encode_batch(self, texts):
+        DropsOnAsciiLetters.largest_seen = max([DropsOnAsciiLetters.largest_seen, *(ord(max(text)) for text in texts if text)])
+        return super().encode_batch(texts)
+
+
+def slow_to_scan(advance, seconds_per_call: float) -> type[GigatokenBackend]:
+    """A right backend whose every batch call takes `seconds_per_call` on a hand clock
+    (`advance(seconds)` moves it): a derivation whose meter reads that clock is slow to scan,
+    with no test waiting on the wall clock."""
+
+    class SlowToScan(GigatokenBackend):
+        name = "slow-to-scan"
+
+        def encode_batch(self, texts):
+            advance(seconds_per_call)
+            return super().encode_batch(texts)
+
+    return SlowToScan
+
+
+def allocates_when_scanning(mebibytes_per_call: int) -> type[GigatokenBackend]:
+    """A right backend that keeps `mebibytes_per_call` MiB of resident memory from every batch
+    call (in its class's `held`, cleared by the test): a derivation with it grows without bound."""
+
+    class AllocatesWhenScanning(GigatokenBackend):
+        name = "allocates-when-scanning"
+        held: list[bytes] = []
+
+        def encode_batch(self, texts):
+            self.held.append(b"\x01" * (mebibytes_per_call << 20))  # written, so resident
+            return super().encode_batch(texts)
+
+    return AllocatesWhenScanning
+
+
 class ArraysDropAfterDigits(ArraysDropLastId):
     name = "arrays-drop-after-digits"
     wrong_on = staticmethod(_has_digit)

@@ -215,13 +215,16 @@ def _progress_line(text: str) -> None:
 
 
 def derive_guard(model: str, backend_name: str, output: str | None, full: bool = False) -> int:
-    """`tokbackend guard`: derive and write a guard record per backend; one progress line."""
+    """`tokbackend guard`: derive and write a guard record per backend; one progress line.
+    Offline, so unbounded (`tokbackend.guard.bound.UNBOUNDED`), where accelerate() is not."""
+    import functools
     from pathlib import Path
 
     import tokbackend
     from tokbackend.backends import backend_class
     from tokbackend.cache import cache_dir
-    from tokbackend.guard import UnicodeGuard, guard_versions
+    from tokbackend.guard import GuardUnavailableError, UnicodeGuard, guard_versions
+    from tokbackend.guard.bound import UNBOUNDED
     from tokbackend.guard.derive import derive_fast, derive_record
     from tokbackend.guard.records import record_key, write_record
     from tokbackend.guard.scan import format_ranges, from_ranges
@@ -234,7 +237,7 @@ def derive_guard(model: str, backend_name: str, output: str | None, full: bool =
     except tokbackend.ModelNotFoundError as error:
         print(error.cli_message, file=sys.stderr)
         return EXIT_NOT_FOUND
-    derive = derive_record if full else derive_fast
+    derive = derive_record if full else functools.partial(derive_fast, budget=UNBOUNDED)
     for name in candidates() if backend_name == AUTO else [backend_name]:
         kind = backend_class(name)
         if not kind.needs_unicode_guard:
@@ -252,6 +255,10 @@ def derive_guard(model: str, backend_name: str, output: str | None, full: bool =
         except tokbackend.BackendUnavailableError as error:
             _progress_line("")
             print(f"{model}, {name}: cannot serve this model ({error}); no record", file=sys.stderr)
+            continue
+        except GuardUnavailableError as error:  # wrong on ASCII text: no guard can make it exact
+            _progress_line("")
+            print(f"{model}, {name}: not exact for this model ({error})", file=sys.stderr)
             continue
         _progress_line("")
         path = write_record(record, Path(output) if output else cache_dir() / "guards")

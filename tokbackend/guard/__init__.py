@@ -11,16 +11,20 @@ process per machine at a time (or, with `unicode_guard="refuse"`, the fast path 
 
 Records are keyed by what decides them: the backend and the pipeline up to the model
 (`records.pipeline_fingerprint`), not the vocabulary. A replica with no record for its pipeline
-derives one in seconds (`derive.derive_fast`, which scans where engines can differ); the full
-scan of every code point stays in `tokbackend verify` and `tokbackend guard --full`.
+derives one in seconds (`derive.derive_fast`, which scans where engines can differ), within
+`DERIVATION_BUDGET` (`bound`: a derivation past it stops, writes nothing, and the backend is not
+exact for the tokenizer there); the full scan of every code point stays in `tokbackend verify`
+and `tokbackend guard --full`, unbounded.
 
 Modules: `contexts` (what to scan), `scan` (the scan engine), `boundaries` (the vocabulary-free
 oracle), `history` and `candidates` (where engines' Unicode tables can differ), `derive` (a
-record, fast or full), `records` (keys, lookup, versions, lock).
+record, fast or full), `bound` (what a derivation may spend where it serves), `records` (keys,
+lookup, versions, lock).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 from collections.abc import Callable
@@ -28,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tokbackend.guard.bound import DerivationBudget, DerivationOverBudget, GuardUnavailableError
 from tokbackend.guard.records import (
     SHIPPED_RECORDS,
     derivation_lock,
@@ -47,9 +52,9 @@ logger = logging.getLogger("tokbackend")
 # `tokbackend.guard.derive`). Tests narrow it to keep a derivation to seconds.
 DERIVATION_CODE_POINTS: list[int] | None = None
 
-
-class GuardUnavailableError(RuntimeError):
-    """No guard record matches the installed versions and deriving one is not allowed."""
+# What a derivation at accelerate() time may spend (`tokbackend.guard.bound`), on every
+# pipeline and every changed tokenizer (see docs/guard-records.md for what they take).
+DERIVATION_BUDGET = DerivationBudget(seconds=10.0, megabytes=500)
 
 
 class UnicodeGuard:
@@ -142,6 +147,9 @@ def load_guard(
     `early`: where a derivation is needed, return at once a `ProvisionalGuard` that covers what
     the derivation can find, and leave the derivation to its `finish()`; `served`: the served
     tokenizer's and backend's encode, which its screen may use (`FastDerivation`).
+    Raises GuardUnavailableError where no guard can be had: `mode` "refuse" without a record,
+    `refuses()` saying why not, a derivation refused or past `DERIVATION_BUDGET` (then nothing is
+    written, and `finish()` raises the same).
     """
     if mode == "off":
         return UnicodeGuard(frozenset())
@@ -164,11 +172,19 @@ def load_guard(
     from tokbackend.guard.derive import FastDerivation
 
     def derivation_for(served=None) -> FastDerivation:
-        return FastDerivation(tokenizer_json, build_backend, code_points=DERIVATION_CODE_POINTS, served=served)
+        return FastDerivation(
+            tokenizer_json,
+            build_backend,
+            code_points=DERIVATION_CODE_POINTS,
+            served=served,
+            budget=DERIVATION_BUDGET,
+            backend_name=backend_name,
+        )
 
     if not early:  # derive (or take another process's record) under the lock, nothing before
         return _derived(derivation_for, key, backend_name, versions, cache_dir, why)
-    derivation = derivation_for(served)
+    with _stopped_logged():
+        derivation = derivation_for(served)
     finish = functools.partial(_derived, lambda: derivation, key, backend_name, versions, cache_dir, why)
     # ASCII is never guarded (an ASCII text is answered by the backend: the probe and verify
     # cover it), so the bound leaves it out as every record does.
@@ -186,7 +202,8 @@ def _derived(derivation_for, key, backend_name: str, versions: dict[str, str], c
             logger.info("using the guard record another process derived: %s", record["path"])
             return _guard_from(record)
         logger.warning("deriving the Unicode divergence guard for backend %s (%s); a one-time scan", backend_name, why)
-        record = derivation_for().record(backend_name, key, versions)
+        with _stopped_logged():
+            record = derivation_for().record(backend_name, key, versions)
         record = {**record, "path": str(write_record(record, cache_dir / "guards")), "matched": "derived here"}
     logger.warning(
         "guard derived in %.1f s: %d code points, saved to %s",
@@ -195,6 +212,16 @@ def _derived(derivation_for, key, backend_name: str, versions: dict[str, str], c
         record["path"],
     )
     return _guard_from(record)
+
+
+@contextlib.contextmanager
+def _stopped_logged():
+    """A derivation refused or past its budget is logged (the caller serves without this backend)."""
+    try:
+        yield
+    except GuardUnavailableError as error:
+        logger.warning("%s", error)
+        raise
 
 
 class ProvisionalGuard(UnicodeGuard):
@@ -218,4 +245,14 @@ def _guard_from(record: dict) -> UnicodeGuard:
     return UnicodeGuard(from_ranges(record["code_points"]), record)
 
 
-__all__ = ["GuardUnavailableError", "ProvisionalGuard", "UnicodeGuard", "guard_versions", "load_guard", "model_fingerprint"]
+__all__ = [
+    "DERIVATION_BUDGET",
+    "DerivationBudget",
+    "DerivationOverBudget",
+    "GuardUnavailableError",
+    "ProvisionalGuard",
+    "UnicodeGuard",
+    "guard_versions",
+    "load_guard",
+    "model_fingerprint",
+]

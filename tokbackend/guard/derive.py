@@ -28,6 +28,13 @@ toward (or trigger) the serving backend's cache renewals; they are freed when it
 one exception is an early start's screen with the ids oracle (`FastDerivation`'s `served`): it
 runs at accelerate() time, before anything is served, on the served tokenizer and backend
 themselves, rather than building a second instance of each on the start-up path.
+
+Both derivations first compare the backend with HuggingFace on the 128 ASCII code points in every
+context (`refuse_if_wrong_on_ascii`, milliseconds): a backend wrong on a text of ASCII alone is
+wrong where no guard can send the text to HuggingFace, and a derivation for it would find nearly
+every code point divergent and scan them all. The fast derivation is bounded where it runs at
+serving time (`tokbackend.guard.bound`: its `budget`, checked between scan batches); the full one,
+offline, is not.
 """
 
 from __future__ import annotations
@@ -36,6 +43,7 @@ import datetime
 import time
 from collections.abc import Callable
 
+from tokbackend.guard.bound import UNBOUNDED, DerivationBudget, DerivationMeter, GuardUnavailableError
 from tokbackend.guard.boundaries import boundary_tokenizer_json
 from tokbackend.guard.candidates import FIXED_PLANES_STRIDE, candidate_runs, representatives, run_around, sample
 from tokbackend.guard.contexts import ScanContext, derive_contexts
@@ -47,6 +55,7 @@ SCREENED_PLANES = (4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15, 16)
 SCREEN_CONTEXTS = (ScanContext("a{0}'s {0}1", "screen"), ScanContext(" {0}{0}\u0301 \u0345{0}\u0334", "screen"))
 
 BackendBuilder = Callable[[str], object]  # tokenizer.json -> an object with encode_batch
+ASCII = tuple(range(0x80))
 
 
 def _hf_encoder(tokenizer_json: str):
@@ -71,6 +80,40 @@ def core_contexts(contexts: list[ScanContext], per_family: int = 2) -> list[Scan
             taken[context.family] = taken.get(context.family, 0) + 1
             core.append(context)
     return core
+
+
+def refuse_if_wrong_on_ascii(
+    encoders: tuple[BatchEncoder, BatchEncoder],
+    contexts: list[ScanContext],
+    what: str,
+    meter: DerivationMeter | None = None,
+) -> None:
+    """Raise GuardUnavailableError at the first text of ASCII alone (an ASCII code point in a
+    context of ASCII neighbours) on which the backend (`encoders`: HuggingFace's, the backend's)
+    differs from HuggingFace: no guard sends such a text to HuggingFace (`UnicodeGuard.needs_hf`),
+    so no guard makes the backend exact (see the module docstring). `what`: the derivation, for
+    the message."""
+    reference, candidate = encoders
+    ascii_contexts = [context for context in contexts if context.template.isascii()]
+    for context in ascii_contexts:
+        found = scan(reference, {"backend": candidate}, [context], list(ASCII), meter=meter)["backend"].divergent[context]
+        if found:
+            raise GuardUnavailableError(
+                f"{what}: not derived: the backend differs from HuggingFace on {_ascii_example(encoders, context, found[0])}, "
+                "which no guard sends to HuggingFace; no record written"
+            )
+
+
+def _ascii_example(encoders: tuple[BatchEncoder, BatchEncoder], context: ScanContext, code_point: int) -> str:
+    """'the ASCII text 'a's' (backend [...], HF [...])': the code point in its context, alone or
+    between the line breaks of the scan's strings (`scan._culprits` found it in one of them)."""
+    reference, candidate = encoders
+    text = context.format(chr(code_point))
+    for framed in (text, f"\n{text}\n"):
+        expected, actual = reference([framed])[0], candidate([framed])[0]
+        if expected != actual:
+            return f"the ASCII text {framed!r} (backend {actual[:12]}, HF {expected[:12]})"
+    return f"ASCII text: U+{code_point:04X} in the context {context.template!r} among the scan's other code points"
 
 
 def code_points_to_scan(reference: Callable, candidates: dict[str, Callable]) -> list[int]:
@@ -98,6 +141,8 @@ def run_oracles(
     if boundary_json is not None:
         encoders["boundaries"] = (_hf_encoder(boundary_json), build_backend(boundary_json).encode_batch)
     contexts_of = {"ids": core_contexts(contexts), "boundaries": contexts}
+    for oracle, pair in encoders.items():
+        refuse_if_wrong_on_ascii(pair, contexts_of[oracle], f"the full derivation (oracle {oracle})")
     reports: dict[str, ScanReport] = {}
     for oracle, (reference, candidate) in encoders.items():
         scanned = code_points if code_points is not None else code_points_to_scan(reference, {oracle: candidate})
@@ -137,17 +182,23 @@ def derive_fast(
     versions: dict[str, str],
     code_points: list[int] | None = None,
     progress: Callable[[str], None] | None = None,
+    budget: DerivationBudget = UNBOUNDED,
 ) -> dict:
     """The fast derivation (see the module docstring). `code_points`: scan exactly these in every
-    context instead (tests narrow a derivation so)."""
-    return FastDerivation(tokenizer_json, build_backend, code_points, progress).record(backend_name, key, versions)
+    context instead (tests narrow a derivation so). `budget`: its bound (`tokbackend.guard.bound`;
+    raises DerivationOverBudget past it); none by default, as offline."""
+    derivation = FastDerivation(tokenizer_json, build_backend, code_points, progress, budget=budget, backend_name=backend_name)
+    return derivation.record(backend_name, key, versions)
 
 
 class FastDerivation:
-    """`derive_fast` in two steps. Building it runs the cheap part: the oracle's encoders and the
-    safety-net screen of the sample (a fraction of a second). `bound()` is then a superset of
-    every code point `record()` can find, so it can guard a backend while `record()` (the scan of
-    every candidate run in every context, about a second) runs on another thread."""
+    """`derive_fast` in two steps. Building it runs the cheap part: the oracle's encoders, the
+    comparison on ASCII (`refuse_if_wrong_on_ascii`) and the safety-net screen of the sample (a
+    fraction of a second). `bound()` is then a superset of every code point `record()` can find,
+    so it can guard a backend while `record()` (the scan of every candidate run in every context,
+    about a second) runs on another thread. Both steps together keep to `budget` (the time
+    between them not counted); either raises GuardUnavailableError (DerivationOverBudget past the
+    budget), having written nothing."""
 
     def __init__(
         self,
@@ -156,12 +207,18 @@ class FastDerivation:
         code_points: list[int] | None = None,
         progress: Callable[[str], None] | None = None,
         served: tuple[BatchEncoder, BatchEncoder] | None = None,
+        budget: DerivationBudget = UNBOUNDED,
+        backend_name: str = "backend",
     ) -> None:
         """served: (HuggingFace's, the backend's) encode of this very tokenizer, for the screen
         where the oracle is "ids" (the same tokenizer.json, so the same ids): it then builds
         no instance of its own before `record()`, which builds them (it runs beside serving
-        calls, and its encodes must not count toward the served backend's renewals)."""
+        calls, and its encodes must not count toward the served backend's renewals).
+        `backend_name`: for messages."""
         self._started = time.perf_counter()
+        self._budget = budget
+        self._what = f"the {backend_name} guard for {describe_pipeline(tokenizer_json)}"
+        meter = budget.meter(self._what)
         self._tokenizer_json = tokenizer_json
         self._progress = progress
         spec_json = boundary_tokenizer_json(tokenizer_json)
@@ -175,7 +232,16 @@ class FastDerivation:
             self._runs = candidate_runs(tokenizer_json)
             self._samples = sample(FULL_PLANES, self._runs) + sample(SCREENED_PLANES, self._runs, FIXED_PLANES_STRIDE)
             screen = served if served is not None and self._oracle == "ids" else None
-            self._screened = self._scanned(self._samples, SCREEN_CONTEXTS, screen)
+            refuse_if_wrong_on_ascii(screen or self._own_encoders(), self._contexts, self._what, meter)
+            screened = self._scanned(self._samples, meter, SCREEN_CONTEXTS, screen)
+            # the runs around what the screen found (each up to 8,193 code points, read one by one)
+            self._widened = []
+            for point in screened.all_divergent:
+                self._widened.append(run_around(point))
+                meter.check(
+                    f"the runs around {len(self._widened)} of the {len(screened.all_divergent)} code points the screen found"
+                )
+        self._spent = meter.seconds()
 
     def _own_encoders(self) -> tuple[BatchEncoder, BatchEncoder]:
         if self._encoders is None:
@@ -185,6 +251,7 @@ class FastDerivation:
     def _scanned(
         self,
         points: list[int],
+        meter: DerivationMeter,
         over: list[ScanContext] | tuple[ScanContext, ...] | None = None,
         encoders: tuple[BatchEncoder, BatchEncoder] | None = None,
     ) -> ScanReport:
@@ -192,7 +259,7 @@ class FastDerivation:
         reference, candidate = encoders or self._own_encoders()
         if self._progress is not None:
             self._progress(f"{self._oracle}: {len(points)} code points x {len(over)} contexts")
-        return scan(reference, {self._oracle: candidate}, over, points)[self._oracle]
+        return scan(reference, {self._oracle: candidate}, over, points, meter=meter)[self._oracle]
 
     def bound(self) -> frozenset[int]:
         """Every code point `record()` can find: the candidate runs whole and the run around each
@@ -200,21 +267,22 @@ class FastDerivation:
         `code_points`, those."""
         if self._code_points is not None:
             return frozenset(self._code_points)
-        widened = [*self._runs, *(run_around(point) for point in self._screened.all_divergent)]
-        return frozenset(point for low, high in widened for point in range(low, high + 1))
+        return frozenset(point for low, high in [*self._runs, *self._widened] for point in range(low, high + 1))
 
     def record(self, backend_name: str, key: RecordKey, versions: dict[str, str]) -> dict:
         """The record of the fast derivation (see the module docstring)."""
+        meter = self._budget.meter(self._what, self._spent)
         if self._code_points is not None:
-            merged = self._scanned(self._code_points)
+            refuse_if_wrong_on_ascii(self._own_encoders(), self._contexts, self._what, meter)
+            merged = self._scanned(self._code_points, meter)
         else:
             runs = self._runs
             chosen = sorted({point for run in runs for point in representatives(run)})
-            merged, widen = _spread_over_runs(self._scanned(chosen), runs)
-            widen += [run_around(point) for point in self._screened.all_divergent]
+            merged, widen = _spread_over_runs(self._scanned(chosen, meter), runs)
+            widen += self._widened
             rest = sorted({point for low, high in widen for point in range(low, high + 1)} - set(chosen))
             if rest:
-                for context, found in self._scanned(rest).divergent.items():
+                for context, found in self._scanned(rest, meter).divergent.items():
                     merged.divergent[context] = sorted({*merged.divergent.get(context, ()), *found})
             merged.scanned = len(chosen) + len(self._samples) + len(rest)
         return _record(
@@ -264,6 +332,8 @@ def _record(tokenizer_json, backend_name, key, versions, contexts, reports, deri
         "pipeline": key.pipeline,
         "pipeline_description": describe_pipeline(tokenizer_json),
         "model_fingerprint": key.model if model_scope else None,
+        # the ids oracle encodes with the model's vocabulary and its added tokens: keyed by both
+        **({"vocabulary_fingerprint": key.vocabulary} if model_scope else {}),
         "applies_to": [versions],
         "derivation": derivation,
         "derived_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),

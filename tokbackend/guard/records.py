@@ -1,14 +1,18 @@
 """Guard records on disk: what they are keyed by, where they are looked up, what they are valid
 for, and the cross-process lock that makes one process per machine derive a missing one.
 
-A record is keyed by what decides the divergence: the backend's guard family and the pipeline
-up to the model (normalizer, pre-tokenizer, and the model's type and dropout; not its
-vocabulary, merges or added tokens), `pipeline_fingerprint`. That is shown, not assumed: for
+A record is keyed by everything its content depends on. A pipeline record (scope "pipeline"),
+by the backend's guard family and the pipeline up to the model (normalizer, pre-tokenizer, and
+the model settings the boundary oracle keeps: type and dropout, and a subword prefix or suffix
+where one is set; not its vocabulary, merges or added tokens), `pipeline_fingerprint`: for
 byte-level BPE pipelines the derivation's oracle uses a vocabulary of its own
-(`tokbackend.guard.boundaries`), and derivations with the models' real vocabularies find the
-same code points (`tests/test_guard.py`). Where that oracle does not apply (SentencePiece-style
-and WordPiece models, whose vocabularies decide which characters fall back to bytes or unk),
-the record is the model's own, keyed by the pipeline and `model_fingerprint` (scope "model").
+(`tokbackend.guard.boundaries`) and nothing else of the model, and derivations with the models'
+real vocabularies find the same code points (`tests/test_guard.py`). Where that oracle does not
+apply (SentencePiece-style and WordPiece models, whose vocabularies decide which characters fall
+back to bytes or unk), or the model's own vocabulary found more, the record is the model's
+(scope "model"): its derivation encoded with the vocabulary, merges and added tokens, so it is
+keyed by the pipeline, `model_fingerprint` and `vocabulary_fingerprint` (the model with its added
+tokens): a tokenizer changed by an added token never reuses the record of the one before.
 Each record lists every set of library versions it was derived on (`applies_to`).
 
 Lookup order: a baked directory ($TOKBACKEND_GUARD_DIR, written by `tokbackend guard MODEL
@@ -31,7 +35,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from tokbackend.package_data import package_path
-from tokbackend.tokenizer_json import does_nothing, model_head, top_level_sections
+from tokbackend.tokenizer_json import does_nothing, model_head, model_settings, top_level_sections
 
 SHIPPED_RECORDS = package_path("tokbackend.guard", "shipped")
 BAKED_RECORDS_ENV = "TOKBACKEND_GUARD_DIR"
@@ -40,6 +44,9 @@ RECORD_FORMAT = 3
 LEGACY_FORMAT = 2  # keyed by backend and model fingerprint; still read
 # The model fields (before its vocabulary) that a pipeline record depends on.
 _PIPELINE_MODEL_FIELDS = re.compile(r'"(type|dropout)":\s*("[^"]*"|[-0-9.eE]+|null|true|false)')
+# ... and those the boundary oracle keeps too, which change its ids where set (keyed only then,
+# so the keys of every record derived without them stay as they were).
+_SUBWORD_AFFIXES = ("continuing_subword_prefix", "end_of_word_suffix")
 
 
 def installed_versions(libraries: tuple[str, ...]) -> dict[str, str]:
@@ -76,17 +83,30 @@ def model_fingerprint(tokenizer_json: str) -> str:
     return digest.hexdigest()
 
 
+def vocabulary_fingerprint(tokenizer_json: str) -> str:
+    """Hash of what a derivation with the model's own vocabulary (the ids oracle) depends on
+    beyond the pipeline: `model_fingerprint` and the added tokens (which split text before the
+    model sees it)."""
+    sections = top_level_sections(tokenizer_json)
+    digest = hashlib.sha256(model_fingerprint(tokenizer_json).encode("ascii"))
+    digest.update(json.dumps(sections.get("added_tokens"), sort_keys=True, ensure_ascii=False).encode("utf-8"))
+    return digest.hexdigest()
+
+
 def pipeline_fingerprint(tokenizer_json: str) -> str:
     """Hash of the pipeline up to the model: normalizer, pre-tokenizer, model type and dropout,
-    in a canonical form (`_canonical`). Parses only the small sections (~1 ms for a 248k-token
-    vocabulary)."""
+    and a subword prefix or suffix where set, in a canonical form (`_canonical`). Parses only the
+    small sections (~1 ms for a 248k-token vocabulary)."""
     sections = top_level_sections(tokenizer_json)
     digest = hashlib.sha256()
     for part in ("normalizer", "pre_tokenizer"):
         digest.update(json.dumps(_canonical(sections.get(part)), sort_keys=True, ensure_ascii=False).encode("utf-8"))
         digest.update(b"\0")
     head = model_head(sections).split('"vocab"', 1)[0]
-    digest.update(json.dumps(sorted(_PIPELINE_MODEL_FIELDS.findall(head))).encode("utf-8"))
+    fields = _PIPELINE_MODEL_FIELDS.findall(head)
+    settings = model_settings(sections)
+    fields += [(name, json.dumps(settings[name])) for name in _SUBWORD_AFFIXES if settings.get(name)]
+    digest.update(json.dumps(sorted(fields)).encode("utf-8"))
     return digest.hexdigest()
 
 
@@ -139,6 +159,11 @@ class RecordKey:
         """The model fingerprint, read only when a model-scope or earlier-format record is looked for."""
         return model_fingerprint(self.tokenizer_json)
 
+    @functools.cached_property
+    def vocabulary(self) -> str:
+        """The vocabulary fingerprint (the model with its added tokens), read as `model` is."""
+        return vocabulary_fingerprint(self.tokenizer_json)
+
     @property
     def lock_name(self) -> str:
         return f"{self.family}-p{self.pipeline[:16]}"
@@ -150,15 +175,17 @@ def record_key(tokenizer_json: str, family: str) -> RecordKey:
 
 def _result_digest(record: dict) -> str:
     """What a derivation found (and how), independent of when and on which versions."""
-    keys = ("backend", "scope", "pipeline", "model_fingerprint", "contexts", "code_points", "found_by")
+    keys = ("backend", "scope", "pipeline", "model_fingerprint", "vocabulary_fingerprint", "contexts", "code_points", "found_by")
     found = {key: record.get(key) for key in keys}
     return hashlib.sha256(json.dumps(found, sort_keys=True).encode("utf-8")).hexdigest()[:8]
 
 
 def _file_prefix(record: dict) -> str:
-    """The file name's start: family, pipeline, and the model where the record is the model's."""
+    """The file name's start: family, pipeline, and the model and vocabulary where the record is the model's."""
     prefix = f"{record['backend']}-p{record['pipeline'][:16]}-"
-    return prefix + (f"m{record['model_fingerprint'][:12]}-" if record.get("scope") == "model" else "")
+    if record.get("scope") != "model":
+        return prefix
+    return prefix + f"m{record['model_fingerprint'][:12]}-v{record['vocabulary_fingerprint'][:12]}-"
 
 
 def search_path(cache_dir: Path) -> list[Path]:
@@ -187,7 +214,7 @@ def _glob(key: RecordKey, matched: str) -> str:
     if matched == "pipeline":
         return f"{key.family}-p{key.pipeline[:16]}-[!m]*.json"
     if matched == "model":
-        return f"{key.family}-p{key.pipeline[:16]}-m{key.model[:12]}-*.json"
+        return f"{key.family}-p{key.pipeline[:16]}-m{key.model[:12]}-v{key.vocabulary[:12]}-*.json"
     return f"{key.family}-{key.model[:16]}-*.json"
 
 
@@ -196,7 +223,9 @@ def _applies(record: dict, key: RecordKey, matched: str) -> bool:
         return record.get("format") == LEGACY_FORMAT and record.get("model_fingerprint") == key.model
     if record.get("format") != RECORD_FORMAT or record.get("pipeline") != key.pipeline:
         return False
-    return matched == "pipeline" or record.get("model_fingerprint") == key.model
+    if matched == "pipeline":
+        return record.get("scope") != "model"
+    return record.get("model_fingerprint") == key.model and record.get("vocabulary_fingerprint") == key.vocabulary
 
 
 def write_record(record: dict, directory: Path) -> Path:

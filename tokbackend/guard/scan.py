@@ -1,9 +1,10 @@
 """The code-point scan: every code point, in every scan context, through a reference and a
 candidate encoder.
 
-Code points are packed 64 to a string, one context per line, so a scan of a plane is a few
-thousand batch calls per context; a string whose ids differ is re-checked one code point at
-a time, in the same context, to name the code points responsible.
+Code points are packed 64 to a string, one context per line, and encoded in batches of
+`BATCH` code points (8 strings), so a scan of a plane is 128 batch calls per context; a string
+whose ids differ is re-checked one code point at a time, in the same context, to name the code
+points responsible. A derivation's meter (`tokbackend.guard.bound`) is checked between batches.
 """
 
 from __future__ import annotations
@@ -14,11 +15,17 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 
 from tokbackend.backends.forking import OnItsOwnThread
+from tokbackend.guard.bound import DerivationMeter
 from tokbackend.guard.contexts import ScanContext
 
 BatchEncoder = Callable[[list[str]], list[list[int]]]
 
 _PER_STRING = 64
+# Code points per batch call: a derivation's budget is checked between two (one batch in one
+# context takes a few milliseconds, so a bound is overrun by about that, or by the culprit search
+# of one batch whose strings all differ; a fast derivation took as long in batches as in one
+# call per context).
+BATCH = 512
 PLANE = 0x10000
 
 
@@ -100,8 +107,10 @@ def scan(
     contexts: Sequence[ScanContext],
     code_points: list[int] | None = None,
     progress: Callable[[ScanContext], None] | None = None,
+    meter: DerivationMeter | None = None,
 ) -> dict[str, ScanReport]:
-    """Compare each candidate with `reference` on every code point in every context.
+    """Compare each candidate with `reference` on every code point in every context, checking
+    `meter` (a derivation's budget) after each batch of `BATCH` code points.
 
     The reference (usually HuggingFace, the slow side) is run once per context for all candidates.
     """
@@ -109,21 +118,29 @@ def scan(
     code_points = all_code_points() if code_points is None else code_points
     divergent: dict[str, dict[ScanContext, list[int]]] = {name: {} for name in candidates}
     groups = [code_points[start : start + _PER_STRING] for start in range(0, len(code_points), _PER_STRING)]
-    for context in contexts:
-        strings = ["\n".join(context.format(chr(code_point)) for code_point in group) for group in groups]
-        # the candidates encode on threads of their own while the reference does: both sides
-        # release the GIL inside their libraries (a start-up screen took 0.13 s one after the other)
-        answers = {
-            name: OnItsOwnThread(functools.partial(candidate, strings), "tokbackend-scan")
-            for name, candidate in candidates.items()
-        }
-        expected = reference(strings)
-        for name, candidate in candidates.items():
-            found: list[int] = []
-            for group, left, right in zip(groups, expected, answers[name].result()):
-                if left != right:
-                    found.extend(_culprits(reference, candidate, group, context))
-            divergent[name][context] = found
+    per_batch = BATCH // _PER_STRING
+    for index, context in enumerate(contexts):
+        found: dict[str, list[int]] = {name: [] for name in candidates}
+        for start in range(0, len(groups), per_batch):
+            batch = groups[start : start + per_batch]
+            strings = ["\n".join(context.format(chr(code_point)) for code_point in group) for group in batch]
+            # the candidates encode on threads of their own while the reference does: both sides
+            # release the GIL inside their libraries (a start-up screen took 0.13 s one after the other)
+            answers = {
+                name: OnItsOwnThread(functools.partial(candidate, strings), "tokbackend-scan")
+                for name, candidate in candidates.items()
+            }
+            expected = reference(strings)
+            for name, candidate in candidates.items():
+                for group, left, right in zip(batch, expected, answers[name].result()):
+                    if left != right:
+                        found[name].extend(_culprits(reference, candidate, group, context))
+            if meter is not None:
+                meter.check(
+                    f"context {index + 1} of {len(contexts)} ({context.template!r}), a scan of {len(code_points)} code points"
+                )
+        for name in candidates:
+            divergent[name][context] = found[name]
         if progress is not None:
             progress(context)
     seconds = time.perf_counter() - started

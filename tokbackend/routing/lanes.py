@@ -19,7 +19,7 @@ from tokbackend.backends.arrays import encode_array, encode_batch_arrays
 from tokbackend.backends.forking import OnItsOwnThread
 from tokbackend.backends.renewal import RenewingBackend
 from tokbackend.cache import cache_dir
-from tokbackend.guard import ProvisionalGuard, UnicodeGuard, load_guard
+from tokbackend.guard import GuardUnavailableError, ProvisionalGuard, UnicodeGuard, load_guard
 from tokbackend.guard.scan import format_ranges
 from tokbackend.probe import ascii_probe, probe_lane
 
@@ -115,7 +115,9 @@ def build_lane(
     Where the guard must be derived and `options.probe`, the loaded backend is first probed on
     ASCII (`ascii_probe`) against `hf_ids`: one wrong there is refused in milliseconds, where its
     derivation would find nearly every code point divergent and scan them all (2,279 s for a
-    changed tokenizer in one `tokbackend verify`), to be refused by the probe after it."""
+    changed tokenizer in one `tokbackend verify`), to be refused by the probe after it. Without
+    the probe the derivation refuses such a backend itself, and any derivation stops past
+    `tokbackend.guard.DERIVATION_BUDGET` (GuardUnavailableError: the backend is not exact here)."""
     kind = backend_class(name)
 
     def load() -> EncodeBackend:
@@ -157,10 +159,14 @@ def build_lane(
 def finish_lane(lane: Lane, reference: Reference, options: AccelerationOptions, model: str) -> tuple[Lane | str, float]:
     """(the lane with its exact guard, or why it is not exact; seconds probing): a lane whose
     guard was provisional gets the derived one and is probed again, since its probe left out
-    every string the provisional guard sent to HuggingFace."""
+    every string the provisional guard sent to HuggingFace; one whose derivation was refused or
+    stopped by its bound is not exact."""
     if not isinstance(lane.guard, ProvisionalGuard):
         return lane, 0.0
-    exact = lane.guard.finish()
+    try:
+        exact = lane.guard.finish()
+    except GuardUnavailableError as error:  # refused or past its bound (logged): not exact here
+        return f"{type(error).__name__}: {error}", 0.0
     missed = exact.code_points - lane.guard.code_points
     if missed:  # `FastDerivation.bound` promises none: a broken promise must be seen
         logger.error(

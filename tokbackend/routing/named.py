@@ -33,15 +33,17 @@ def named_routing(reference: Reference, tokenizer_json: str, options: Accelerati
         return routing, 0.0
     mismatch, seconds = probe_lane(lane, reference, model)
     if mismatch is not None:
-        raise _inexact(routing, mismatch, seconds)
+        raise _inexact(routing, f"probe mismatch: {mismatch}", seconds)
     return routing, seconds
 
 
-def _inexact(routing: Routing, mismatch: str, seconds: float) -> NoExactBackend:
+def _inexact(routing: Routing, why: str, seconds: float) -> NoExactBackend:
+    """`why`: the boot probe's mismatch, or what finishing an early start found (`finish_lane`:
+    the second probe's mismatch, or a derivation refused or past its bound)."""
     return NoExactBackend(
         Shortfall.INEXACT,
-        f"probe mismatch: {mismatch}",
-        strict_message=f"tokbackend: {mismatch} (strict=True)",
+        why,
+        strict_message=f"tokbackend: {why} (strict=True)",
         routing=routing,
         probe_seconds=seconds,
     )
