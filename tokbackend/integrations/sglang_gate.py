@@ -205,7 +205,7 @@ class Server:
                         return None
             except OSError:
                 pass
-            time.sleep(2)
+            time.sleep(0.5)
         return f"no /health after {timeout:.0f} s: {self._log_tail()}"
 
     def stop(self) -> None:
@@ -239,10 +239,12 @@ def run_gate(
     `timed_prompts` are timed to their first token on each (reported, not compared)."""
     results: dict[str, Any] = {}
     timings: dict[str, list[float]] = {}
+    to_health: dict[str, float] = {}  # seconds from the launch to /health (0.5 s resolution)
     for server in (reference, candidate):
         announce(f"== {server.name}: {'starting' if server.arguments else server.url}")
         started = time.perf_counter()
         failure = server.start(timeout)
+        to_health[server.name] = round(time.perf_counter() - started, 1)
         if failure is not None:
             announce(f"{server.name} cannot serve: {failure}")
             server.stop()
@@ -266,6 +268,7 @@ def run_gate(
         "startup_lines": {server.name: server.startup_lines() for server in (reference, candidate)},
         "prompt_tokens": {name: answer["prompt_tokens"] for name, answer in results[reference.name].items()},
         "first_token_seconds": timings,
+        "seconds_to_health": to_health if reference.arguments is not None else {},
     }
     for line in report["differences"]:
         announce(f"DIFFERS {line}")
