@@ -13,8 +13,8 @@ A build is in one of four states (`final`, `failed`, `disabled_reason`; `stats()
 |        | (`AccelerationOptions`)         | guard) HF, the rest the backend (auto's bridge | failed, swapped in by    |
 |        |                                 | while auto's choice loads)                     | the state                |
 | final  | `build_for`, or `upgraded`      | its routing (guarded texts HF)                 | nothing                  |
-| failed | `upgraded` (no exact backend    | HF, every call (ERROR logged; a server refuses | nothing                  |
-|        | found, or an error)             | to start, `tokbackend verify` exits non-zero)  |                          |
+| failed | `upgraded` (no exact backend    | HF, every call (ERROR logged; `tokbackend      | nothing                  |
+|        | found, or an error)             | verify` exits non-zero)                        |                          |
 | off    | `build_for` (no exact backend)  | HF, every call                                 | nothing                  |
 
 - A copy of the tokenizer (copy, deepcopy, pickle in one process) shares the build and so its
@@ -73,8 +73,7 @@ class Build:
     preparing: threading.Thread | None = dataclasses.field(default=None, compare=False)
     # where the final build of an early start is made, once for every state serving this one
     finishing: Finishing = dataclasses.field(default_factory=lambda: Finishing(), compare=False)
-    # why finishing an early start failed (`upgraded`): the fast path is then off, and a server
-    # refuses to start (`tokbackend.integrations.common`)
+    # why finishing an early start failed (`upgraded`): the fast path is then off
     failed: str | None = dataclasses.field(default=None, compare=False)
     # whether nothing is left to swap in (an early start's build is not, `upgraded`); read on
     # every call, so set once here

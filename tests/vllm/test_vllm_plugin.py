@@ -197,9 +197,9 @@ def test_a_pipeline_no_record_covers_is_derived_and_final_through_vllm(plugins_l
     assert [tokenizer.encode(text) for text in texts] == [hf.encode(text) for text in texts]
 
 
-def test_a_failure_finishing_the_start_up_build_stops_start_up(plugins_loaded, tmp_path, monkeypatch):
-    """Planted: the background work of an early start raises (as where a wheel lacked the
-    package data every derivation reads). vLLM's tokenizer load stops with the reason rather
+def test_a_failure_building_the_fast_path_stops_start_up(plugins_loaded, tmp_path, monkeypatch):
+    """Planted: the guard's derivation raises (as where a wheel lacked the package data every
+    derivation reads). vLLM's tokenizer load stops with the reason rather
     than serving every call with HF behind a start-up line that named the fast path."""
     from vllm.tokenizers.registry import get_tokenizer
 
@@ -213,5 +213,5 @@ def test_a_failure_finishing_the_start_up_build_stops_start_up(plugins_loaded, t
         raise FileNotFoundError("planted: no Unicode history in this install")
 
     monkeypatch.setattr(FastDerivation, "record", missing)
-    with pytest.raises(RuntimeError, match="finishing the start-up build failed: FileNotFoundError: planted.*refusing to start"):
+    with pytest.raises(RuntimeError, match="building the fast path failed: FileNotFoundError: planted.*refusing to start"):
         get_tokenizer(directory, tokenizer_mode="tokbackend-auto")

@@ -4,14 +4,13 @@
   means any registered backend NAME, or "tokbackend-auto". The prefix keeps our values apart
   from the servers' own choices (SGLang's and vLLM's "fastokens" are fastokens' process-global
   patch, not this package).
-- A server process serves with the final build: after an early start
-  (`AccelerationOptions.early_start`) the integration waits for its background work (the exact
-  guard of a pipeline without a record, auto's choice), which overlaps what the server does
-  meanwhile in its other processes (loading the weights). One log line per process says what
-  serves the tokenizer, and how long the wait took.
-- No silent downgrade: a model the fast path cannot serve, found at start-up or while the
-  start-up build is finished, stops the server with the reason, unless the environment
-  variable TOKBACKEND_ALLOW_HF_FALLBACK=1 asks to serve it with HF.
+- A server process serves with the final build: the integration builds it with no early start
+  (`AccelerationOptions.early_start`: the exact guard of a pipeline without a record and auto's
+  choice are made before `get_tokenizer` returns). One log line per process says what serves
+  the tokenizer, and how long the build took.
+- No silent downgrade: a model the fast path cannot serve, or an error while building it, stops
+  the server with the reason, unless the environment variable TOKBACKEND_ALLOW_HF_FALLBACK=1
+  asks to serve it with HF.
 """
 
 from __future__ import annotations
@@ -62,20 +61,32 @@ def accelerate_for_server(tokenizer, model: str, flag: str, server: str, *legacy
     backend = backend_for_flag(flag.split()[-1])
     allow_fallback = fallback_allowed(*legacy_fallback_variables)
     process = f"{multiprocessing.current_process().name} (pid {os.getpid()})"
+    started = time.monotonic()
     try:
-        accelerated = tokbackend.accelerate(tokenizer, backend=backend, allow_hf_fallback=allow_fallback)
+        # No early start: the process waits for the final build either way, and an early one
+        # would first load a bridge backend that serves nothing here (measured on the H200 host,
+        # SGLang 0.5.16: its scheduler loads the tokenizer before the weights, so the wait is
+        # on the way to /health, not beside the weight load).
+        accelerated = tokbackend.accelerate(tokenizer, backend=backend, allow_hf_fallback=allow_fallback, early_start=False)
     except (tokbackend.BackendUnavailableError, tokbackend.FastPathError, TypeError) as error:
         raise RuntimeError(
             f"tokbackend: {flag} cannot serve {model} in {server} process {process}: {error}. "
             f"Remove the flag, or set {ALLOW_FALLBACK_ENV}=1 to serve it with HuggingFace."
         ) from error
+    except Exception as error:  # an error of ours (a missing package-data file, say): say so, stop
+        reason = f"building the fast path failed: {type(error).__name__}: {error}"
+        if not allow_fallback:
+            raise RuntimeError(
+                f"tokbackend: {flag} cannot serve {model} in {server} process {process}: {reason}; refusing to start "
+                f"with a silent downgrade. Set {ALLOW_FALLBACK_ENV}=1 to serve it with HuggingFace."
+            ) from error
+        logger.error(
+            "%s %s tokenizer for %s: %s; serving it with HuggingFace (%s=1)", server, process, model, reason, ALLOW_FALLBACK_ENV
+        )
+        return tokenizer
     state = accelerated.tokbackend
-    waited = ""
-    if not state.build.final:  # an early start: serve with what it finishes, or refuse to start
-        started = time.monotonic()
-        state.wait_until_final()
-        waited = f" (start-up build finished {time.monotonic() - started:.1f} s after accelerate())"
-    logger.warning("%s %s tokenizer for %s%s: %s", server, process, model, waited, state.describe())
+    built = f" (built in {time.monotonic() - started:.1f} s)"
+    logger.warning("%s %s tokenizer for %s%s: %s", server, process, model, built, state.describe())
     if not state.fast_path_enabled and not allow_fallback:
         raise RuntimeError(
             f"tokbackend: {flag}: the fast path is off for {model} ({state.disabled_reason}); refusing to start "
