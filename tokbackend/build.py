@@ -159,9 +159,9 @@ def upgraded(build: Build, options: AccelerationOptions, model: str) -> Build:
     """The final build after an early start (`Routing.upgrade`; run on a background thread,
     never raising): the upgraded routing, or, where the upgrade found no exact backend or
     failed, the fast path off with the reason in `failed` (logged as an ERROR): HuggingFace
-    answers every call from then on, `stats()["start_up"]["failed"]` says why, a server
-    refuses to start and `tokbackend verify` exits non-zero. Never the early build served on:
-    its guard was provisional and its backend probed without the texts that guard held."""
+    answers every call from then on, `stats()["start_up"]["failed"]` says why and `tokbackend
+    verify` exits non-zero. Never the early build served on: its guard was provisional and its
+    backend probed without the texts that guard held."""
     try:
         routing, probe_seconds = build.routing.upgrade()
     except NoExactBackend as failure:
