@@ -244,22 +244,11 @@ def write_record(record: dict, directory: Path) -> Path:
         merged = existing.get("applies_to", []) + [
             versions for versions in record["applies_to"] if versions not in existing.get("applies_to", [])
         ]
-        record = {**existing, "applies_to": merged, **_merged_labels(existing, record)}
+        record = {**existing, "applies_to": merged}  # its labels ("families", "models") kept
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     temporary.write_text(json.dumps(record, indent=1), encoding="utf-8")
     temporary.replace(path)
     return path
-
-
-def _merged_labels(existing: dict, record: dict) -> dict:
-    """The comma-separated labels of both ("families", "models": which pipelines a shipped record
-    was derived from), each once."""
-    merged = {}
-    for field in ("families", "models"):
-        labels = [*existing.get(field, "").split(", "), *record.get(field, "").split(", ")]
-        if any(labels):
-            merged[field] = ", ".join(dict.fromkeys(label for label in labels if label))
-    return merged
 
 
 @contextlib.contextmanager
