@@ -60,7 +60,7 @@ def test_a_fresh_interpreter_loading_only_vllms_plugins_gets_an_exact_accelerate
         f"a = get_tokenizer({model_dir!r}, tokenizer_mode='gigatoken'); "
         f"b = cached_tokenizer_from_config(vllm_config({model_dir!r}, 'tokbackend-fastokens').model_config); "
         "print('IDS', [[t.encode(x) for x in texts] for t in (a, b)]); "
-        "print('STATE', [t.tokbackend.stats()['routing']['single'] for t in (a, b)], "
+        "print('STATE', [t.tokbackend.stats()['routing']['backend'] for t in (a, b)], "
         "[t.tokbackend.stats()['fast_texts'] for t in (a, b)], a.max_token_id)"
     )
     completed = subprocess.run(
