@@ -179,6 +179,7 @@ def load_guard(
             served=served,
             budget=DERIVATION_BUDGET,
             backend_name=backend_name,
+            ascii_probed=refuses is not None,
         )
 
     if not early:  # derive (or take another process's record) under the lock, nothing before

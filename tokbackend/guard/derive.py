@@ -209,12 +209,16 @@ class FastDerivation:
         served: tuple[BatchEncoder, BatchEncoder] | None = None,
         budget: DerivationBudget = UNBOUNDED,
         backend_name: str = "backend",
+        ascii_probed: bool = False,
     ) -> None:
         """served: (HuggingFace's, the backend's) encode of this very tokenizer, for the screen
         where the oracle is "ids" (the same tokenizer.json, so the same ids): it then builds
         no instance of its own before `record()`, which builds them (it runs beside serving
         calls, and its encodes must not count toward the served backend's renewals).
-        `backend_name`: for messages."""
+        `backend_name`: for messages. `ascii_probed`: the caller has refused a backend wrong on
+        ASCII already (the boot probe's ASCII texts, `load_guard(refuses=...)`), so the screen
+        skips its own comparison (60 ms of a 32k-piece SentencePiece-style start-up on 2
+        cores); `record()` makes it in every case, before its scan."""
         self._started = time.perf_counter()
         self._budget = budget
         self._what = f"the {backend_name} guard for {describe_pipeline(tokenizer_json)}"
@@ -232,7 +236,8 @@ class FastDerivation:
             self._runs = candidate_runs(tokenizer_json)
             self._samples = sample(FULL_PLANES, self._runs) + sample(SCREENED_PLANES, self._runs, FIXED_PLANES_STRIDE)
             screen = served if served is not None and self._oracle == "ids" else None
-            refuse_if_wrong_on_ascii(screen or self._own_encoders(), self._contexts, self._what, meter)
+            if not ascii_probed:
+                refuse_if_wrong_on_ascii(screen or self._own_encoders(), self._contexts, self._what, meter)
             screened = self._scanned(self._samples, meter, SCREEN_CONTEXTS, screen)
             # the runs around what the screen found (each up to 8,193 code points, read one by one)
             self._widened = []
