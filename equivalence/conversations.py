@@ -6,10 +6,14 @@ an added token): leading and trailing whitespace, combining marks and contractio
 partial special-token text (`<|im_end`), non-special added tokens (`<think>`, `<tool_call>`)
 inside messages, and code points the Unicode guard sends to HuggingFace.
 `turn_by_turn(encode, cut_after)` turns a one-text encoder into the encoder a property compares:
-it encodes every prefix of the conversation that ends a message (or, given added tokens, ends
-with one of them: where the prefix memo's boundaries fall, including inside a longer added token),
-in order, so later prefixes hit what earlier ones cached, and returns all their ids, separated
-by -1.
+it encodes the whole conversation first, as a fresh replica meets an agent's request (every piece
+split and looked up, with no remembered prefix of it: the splitter at work on every added token),
+then every prefix of it that ends a message (or, given added tokens, ends with one of them: where
+the prefix memo's boundaries fall, including inside a longer added token), in order, so later
+prefixes hit what earlier ones cached, then the whole again, and returns all their ids, separated
+by -1. Without the first whole encode, a memo that answers every earlier turn leaves each split
+one added token long, and a splitter that cuts in the wrong place between two pieces is never
+seen (a planted one passed verify's segments step so).
 """
 
 from __future__ import annotations
@@ -65,7 +69,8 @@ def turn_by_turn(encode: Callable[[str], list[int]], cut_after: Iterable[str] = 
             while start != -1:
                 ends.add(start + len(text))
                 start = conversation.find(text, start + 1)
-        ids: list[int] = []
+        ids = list(encode(conversation))
+        ids.append(-1)
         for end in sorted(ends):
             ids.extend(encode(conversation[:end]))
             ids.append(-1)
