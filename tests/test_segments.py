@@ -146,6 +146,22 @@ def test_the_guard_applies_per_segment(cached_pair):
     assert fast.tokbackend.stats()["fallbacks"]["unicode_guard"] == before + 1
 
 
+def test_a_growing_conversation_sends_a_guarded_message_to_hf_twice_at_most(cached_pair):
+    """An agent's conversation grows by a turn a request; one early message holds a guarded code
+    point. HF answers that message twice at most: later turns reuse its ids (and the remembered prefix),
+    where sending it, or the whole text, to HF on every turn made each request slower than HF."""
+    hf, fast = cached_pair
+    code_point = max(fast.tokbackend.guard.code_points)
+    conversation = f"<|im_start|>user\nx{chr(code_point)}'s question, " + "with context " * 50 + "<|im_end|>\n"
+    before = fast.tokbackend.stats()["fallbacks"].get("unicode_guard", 0)
+    for turn in range(6):
+        conversation += f"<|im_start|>assistant\nanswer {turn}<|im_end|>\n<|im_start|>user\nnext {turn}<|im_end|>\n"
+        assert fast.encode(conversation) == hf.encode(conversation)
+    # the first turn, and at most the second (the cache stores a long piece the second time it
+    # meets it, a short one at once)
+    assert fast.tokbackend.stats()["fallbacks"]["unicode_guard"] - before in (1, 2)
+
+
 def test_the_cache_is_bounded_and_evicts(hf_tokenizer):
     fast = _cached(hf_tokenizer, "fastokens", mib=1)
     for index in range(400):

@@ -50,19 +50,21 @@ def encode_through_cache(
         pieces = list(missing)
         encoded, guarded_indexes = routing.encode([text_of(piece) for piece in pieces], hf_ids, one_by_one=True)
         found.update(zip(pieces, encoded))
-        # HF's ids of a guarded piece are its share of HF's ids of the text; not cached
+        # HF's ids of a guarded piece are its share of HF's ids of the text, as exact as the
+        # backend's of the others: stored too, so that a conversation holding one sends it to HF
+        # once, not on every turn (with every later turn's whole text)
         guarded = {pieces[index] for index in guarded_indexes}
-        stored = cache.put_many(((piece, ids) for piece, ids in zip(pieces, encoded) if piece not in guarded), repeated)
+        stored = cache.put_many(zip(pieces, encoded), repeated)
         # Pieces encoded by this call, not stored (so never seen by another thread) and in no
         # other text of it: their lists are handed out as they are, with no copy.
         exclusive = missing.keys() - stored - repeated
-    # whether HF answered some piece of each text (then it is counted as such, and not remembered)
+    # whether HF answered some piece of each text (counted as such)
     via_hf = [bool(guarded) and any(part in guarded for part in parts if type(part) is not int) for parts in split]
     results = []
-    for text, entry, head, parts, hf_answered in zip(texts, found_under, heads, split, via_hf):
+    for text, entry, head, parts in zip(texts, found_under, heads, split):
         ids, reused, boundary = _assemble(parts, found, head, exclusive, splitter.lengths)
         results.append(ids)
-        if boundary is not None and not hf_answered:
+        if boundary is not None:
             # a request that extends none before it is remembered without its ids (no copy);
             # one that does (an agent's next turn) with them
             chunks = None if entry is None else (*(head.chunks if head else ()), ids[reused : boundary[1]])
