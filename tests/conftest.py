@@ -68,17 +68,18 @@ def fast_tokenizer(model_name, hf_tokenizer, backend_name):
 @pytest.fixture
 def fresh_pair():
     """An independent (hf, gigatoken-accelerated) Qwen3 pair for tests that add tokens or change state."""
-    hf = copy.deepcopy(_qwen3_template())
+    hf = fresh_qwen3()
     return hf, tokbackend.accelerate(hf, "gigatoken")
 
 
 _template = {}
 
 
-def _qwen3_template():
+def fresh_qwen3():
+    """A Qwen3 HF tokenizer of the test's own (a deep copy of one loaded once per session)."""
     if "qwen3" not in _template:
         _template["qwen3"] = tokbackend.load_hf("qwen3")
-    return _template["qwen3"]
+    return copy.deepcopy(_template["qwen3"])
 
 
 @pytest.fixture

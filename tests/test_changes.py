@@ -9,20 +9,13 @@ import time
 import timeit
 
 import pytest
+from conftest import fresh_qwen3
 from defects import serve_with_fingerprint
 
 import tokbackend
 from equivalence.changes import CHANGES, texts_for
 from tokbackend import guard as guard_module
 from tokbackend.tokenizer import reference_of
-
-_template = {}
-
-
-def _qwen3():
-    if "qwen3" not in _template:
-        _template["qwen3"] = tokbackend.load_hf("qwen3")
-    return copy.deepcopy(_template["qwen3"])
 
 
 @pytest.fixture
@@ -52,7 +45,7 @@ def test_a_change_that_makes_the_backend_wrong_on_ascii_is_refused_before_any_de
     ASCII, which no guard sends to HF. The rebuild refuses it on the ASCII probe before deriving
     a guard (a derivation that, unnarrowed, finds nearly every code point divergent and scans
     all 1.1M of them: 2,279 s in one `tokbackend verify`); before, it derived, then probed."""
-    hf = _qwen3()
+    hf = fresh_qwen3()
     fast = tokbackend.accelerate(hf, "gigatoken", early_start=False)
     next(change for change in CHANGES if change.name == "a pre-tokenizer setting changed in place").apply(hf)
     assert fast.encode("Hello, world!") == hf.encode("Hello, world!")
@@ -64,7 +57,7 @@ def test_a_change_that_makes_the_backend_wrong_on_ascii_is_refused_before_any_de
 
 @pytest.mark.parametrize("change, through, backend", list(_cases()))
 def test_a_change_after_accelerate_is_seen_on_the_next_call(change, through, backend, narrow_derivations):
-    hf = _qwen3()
+    hf = fresh_qwen3()
     fast = tokbackend.accelerate(hf, backend)
     texts = texts_for(change, hf)
     change.apply(hf if through == "original" else fast)
@@ -133,7 +126,7 @@ def _references_left(strong_watch: bool, monkeypatch) -> int:
             raise TypeError("planted")
 
         monkeypatch.setattr(watch, "weakref", types.SimpleNamespace(ref=no_weak_reference, finalize=lambda *args: None))
-    hf = _qwen3()
+    hf = fresh_qwen3()
     rust = hf.backend_tokenizer
     fast = tokbackend.accelerate(hf, "gigatoken")
     fast.encode("warm")

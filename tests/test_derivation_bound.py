@@ -6,11 +6,11 @@ Each gate is driven to failure by a planted defect of its class (`tests/defects.
 
 from __future__ import annotations
 
-import copy
 import json
 import logging
 
 import pytest
+from conftest import fresh_qwen3
 from defects import DropsOnAsciiLetters, allocates_when_scanning, slow_to_scan
 
 import tokbackend
@@ -25,14 +25,6 @@ from tokbackend.guard.records import find_record, model_fingerprint, pipeline_fi
 
 STABLE = list(range(0x4E00, 0x4E40)) + list(range(0x0400, 0x0440))  # old CJK and Cyrillic letters
 FAKE_VERSIONS = {"tokenizers": "9.9.9", "gigatoken": "9.9.9"}
-
-_template = {}
-
-
-def _qwen3():
-    if "qwen3" not in _template:
-        _template["qwen3"] = tokbackend.load_hf("qwen3")
-    return copy.deepcopy(_template["qwen3"])
 
 
 @pytest.fixture
@@ -81,7 +73,7 @@ def test_a_backend_wrong_on_ascii_letters_is_refused_before_anything_past_ascii_
     nearly every code point divergent and scan them all (2,200 s in one `tokbackend verify`)."""
     register_for_test(DropsOnAsciiLetters.name, DropsOnAsciiLetters)
     monkeypatch.setattr(DropsOnAsciiLetters, "largest_seen", 0)
-    hf = _qwen3()
+    hf = fresh_qwen3()
     fast = tokbackend.accelerate(hf, DropsOnAsciiLetters.name, probe=False, early_start=early_start)
     stats = fast.tokbackend.stats()
     assert not stats["fast_path_enabled"]
@@ -101,7 +93,7 @@ def test_the_change_of_the_issue_is_refused_without_a_probe_and_writes_no_record
     which derived for 2,200 s and saved the record): refused in the derivation's first
     milliseconds, also with probe=False; nothing is written."""
     monkeypatch.setenv("TOKBACKEND_CACHE_DIR", str(tmp_path))
-    hf = _qwen3()
+    hf = fresh_qwen3()
     fast = tokbackend.accelerate(hf, "gigatoken", probe=False, early_start=False)
     next(change for change in CHANGES if change.name == "a pre-tokenizer setting changed in place").apply(hf)
     assert fast.encode("Hello, world!") == hf.encode("Hello, world!")
@@ -121,7 +113,7 @@ def test_a_slow_derivation_is_cut_off_by_the_time_bound(early_start, unseen, han
     serves; with an early start, the provisional guard serves until then."""
     slow = slow_to_scan(hand_clock.advance, 0.1)
     register_for_test(slow.name, slow)
-    hf = _qwen3()
+    hf = fresh_qwen3()
     with caplog.at_level(logging.WARNING, logger="tokbackend"):
         fast = tokbackend.accelerate(hf, slow.name, early_start=early_start)
         assert fast.tokbackend.wait_until_final(120)
@@ -139,7 +131,7 @@ def test_the_planted_slow_derivation_runs_on_without_the_bound(unseen, hand_cloc
     monkeypatch.setattr(guard_module, "DERIVATION_BUDGET", bound.UNBOUNDED)
     slow = slow_to_scan(hand_clock.advance, 0.1)
     register_for_test(slow.name, slow)
-    fast = tokbackend.accelerate(_qwen3(), slow.name, early_start=False)
+    fast = tokbackend.accelerate(fresh_qwen3(), slow.name, early_start=False)
     assert fast.tokbackend.fast_path_enabled
     assert hand_clock.now > 10 and len(_records(unseen)) == 1
 
@@ -173,7 +165,7 @@ def test_an_allocating_derivation_is_cut_off_by_the_memory_bound(unseen, registe
     register_for_test(allocating.name, allocating)
     try:
         with caplog.at_level(logging.WARNING, logger="tokbackend"):
-            fast = tokbackend.accelerate(_qwen3(), allocating.name, early_start=False)
+            fast = tokbackend.accelerate(fresh_qwen3(), allocating.name, early_start=False)
         calls = len(allocating.held)
     finally:
         allocating.held.clear()
@@ -195,7 +187,7 @@ def test_the_offline_derivation_is_not_bounded(unseen, hand_clock, register_for_
     assert cli.derive_guard("qwen3", slow.name, str(tmp_path / "baked")) == 0
     assert hand_clock.now > 100
     assert len(list((tmp_path / "baked").glob("gigatoken-*.json"))) == 1
-    text = _qwen3().backend_tokenizer.to_str()
+    text = fresh_qwen3().backend_tokenizer.to_str()
     kind = backend_class(slow.name)
     started = hand_clock.now
     full = derive.derive_record(
@@ -265,7 +257,7 @@ def test_a_changed_tokenizer_never_reuses_the_model_record_of_another(unseen, mo
 def test_a_subword_affix_is_in_the_pipeline_key_only_where_it_is_set():
     """The boundary oracle keeps the model's subword prefix and suffix (they change its ids): set,
     they are keyed; unset or empty, the key is what it was (the shipped records' keys)."""
-    text = _qwen3().backend_tokenizer.to_str()
+    text = fresh_qwen3().backend_tokenizer.to_str()
     spec = json.loads(text)
     keys = {}
     for value in ("", "</w>"):
