@@ -5,7 +5,7 @@ Usage:
   python bench/backends.py speed [--prompts 12]        # the table (ratios vs the best raw call)
   python bench/backends.py scaling [--threads 1 2 4 8 16] [--merge bench/backends-scaling.json]
   python bench/backends.py stalls [--prompts 3000]     # event-loop lag p50/p99/max per backend
-  python bench/backends.py agents [--quick] [--agents 4] [--turns 10]  # agent conversations, first seconds
+  python bench/backends.py agents [--quick] [--agents 4] [--turns 10] [--guarded]  # agent conversations, first seconds
   python bench/backends.py cache-cost [--prompts 80]   # the segment cache on prompts that never repeat
   python -c "from bench.backends import chart; ..."     # bench/backends.png from the JSON files
 Prints Markdown for bench/RESULTS.md and writes bench/backends-<mode>.json.
@@ -268,6 +268,10 @@ def scaling(threads: list[int], earlier: Path | None = None, cold: bool = False)
     rows: dict[int, dict[str, dict]] = {}
     if earlier is not None:
         for count, row in json.loads(earlier.read_text())["rows"].items():
+            missing = [name for name in SCALING_ENCODERS if name not in row]
+            if missing:  # measured by an older bench, under other names: not comparable
+                print(f"--merge: {count} threads left out of {earlier}: it has no {', '.join(missing)}", flush=True)
+                continue
             # files from before rows said what served them hold the milliseconds alone
             rows[int(count)] = {name: cell if isinstance(cell, dict) else {"burst_ms": cell} for name, cell in row.items()}
     for count in threads:
@@ -470,9 +474,11 @@ MESSAGE_CHARS = 4_500  # ~1.1k tokens per message; 10 turns of two messages reac
 AGENTS, TURNS = 4, 10
 
 
-def conversation_turns(agent: int, turns: int) -> list[str]:
+def conversation_turns(agent: int, turns: int, guarded: list[int] = ()) -> list[str]:
     """The ChatML text an agent sends at each turn: the shared system prompt, then every earlier
-    user and assistant message, then the new user message."""
+    user and assistant message, then the new user message. `guarded`: code points a Unicode
+    guard holds; the agent's first user message quotes one of them (a name, a symbol pasted from
+    a tool's output), so every later request of the conversation holds it too."""
     from equivalence.corpus import prompt_text
 
     system = prompt_text(1, SYSTEM_CHARS, "code")
@@ -480,6 +486,8 @@ def conversation_turns(agent: int, turns: int) -> list[str]:
     sent = []
     for turn in range(turns):
         user = prompt_text(50_000_000 + agent * 1000 + 2 * turn, MESSAGE_CHARS)
+        if guarded and turn == 0:
+            user = f"about {chr(guarded[agent % len(guarded)])}: {user}"
         text += f"<|im_start|>user\n{user}<|im_end|>\n<|im_start|>assistant\n"
         sent.append(text)
         answer = prompt_text(50_000_000 + agent * 1000 + 2 * turn + 1, MESSAGE_CHARS, "code")
@@ -534,13 +542,31 @@ FIRST_SECONDS_OF = "tokbackend auto, segment cache on"
 QUICK_AGENT_ENCODERS = ("HF", "raw fastokens (.ids)", "tokbackend auto, segment cache on")
 
 
-def _agent_workload(conversations: int, turns: int) -> tuple[list[str], list[str]]:
+def _agent_workload(conversations: int, turns: int, guarded: list[int] = ()) -> tuple[list[str], list[str]]:
     """(each agent's turns in order, agents interleaved; the first turns of a burst of agents)."""
-    requests = [text for turn in zip(*(conversation_turns(agent, turns) for agent in range(conversations))) for text in turn]
-    return requests, [conversation_turns(100 + agent, 1)[0] for agent in range(BURST)]
+    requests = [
+        text for turn in zip(*(conversation_turns(agent, turns, guarded) for agent in range(conversations))) for text in turn
+    ]
+    return requests, [conversation_turns(100 + agent, 1, guarded)[0] for agent in range(BURST)]
 
 
-def _agents_row(name: str, conversations: int, turns: int) -> dict:
+def guarded_code_points(tokenizer_json: str, count: int = 16) -> list[int]:
+    """`count` code points spread over gigatoken's Unicode guard for this tokenizer (the guard
+    of the bridge that serves auto's first seconds, and the larger one): its shipped or cached
+    record, as accelerate() finds it."""
+    from tokbackend.cache import cache_dir
+    from tokbackend.guard import guard_versions
+    from tokbackend.guard.records import find_record, record_key
+    from tokbackend.guard.scan import from_ranges
+
+    record, _ = find_record(record_key(tokenizer_json, "gigatoken"), cache_dir(), guard_versions(("gigatoken",)))
+    if record is None:
+        raise RuntimeError("--guarded: no gigatoken guard record for this model with the installed versions")
+    code_points = sorted(from_ranges(record["code_points"]))
+    return code_points[:: max(1, len(code_points) // count)][:count]
+
+
+def _agents_row(name: str, conversations: int, turns: int, guarded: bool = False) -> dict:
     """Runs in a child process: encoder `name`, fresh (nothing cached), on the first burst and
     then every request, each timed; ids compared with HF's. `FIRST_SECONDS` times auto's encoder
     from the moment accelerate() returns (the inputs and HF's ids are made before it); every
@@ -551,7 +577,7 @@ def _agents_row(name: str, conversations: int, turns: int) -> dict:
 
     hf = tokbackend.load_hf(MODEL)
     tokenizer_json = hf.backend_tokenizer.to_str()
-    requests, first_turns = _agent_workload(conversations, turns)
+    requests, first_turns = _agent_workload(conversations, turns, guarded_code_points(tokenizer_json) if guarded else ())
 
     encoder = ENCODERS[FIRST_SECONDS_OF if name == FIRST_SECONDS else name]
     if encoder.kind == "floor":
@@ -589,18 +615,20 @@ def _agents_row(name: str, conversations: int, turns: int) -> dict:
     return row
 
 
-def agents(quick: bool = False, conversations: int = AGENTS, turns: int = TURNS) -> dict:
+def agents(quick: bool = False, conversations: int = AGENTS, turns: int = TURNS, guarded: bool = False) -> dict:
     """Per-request medians on growing conversations (each agent's turns in order, agents
     interleaved), and a fresh replica's first burst of 40 agents sharing the system prompt; the
     same for auto in the first seconds after accelerate() on a fresh process (`FIRST_SECONDS`).
     quick: HF, raw fastokens and auto only, after the final build and in the first seconds.
+    guarded: every conversation's first user message holds a code point of gigatoken's Unicode
+    guard (`guarded_code_points`), which the guarded piece sends to HuggingFace.
 
     Each encoder runs in a process of its own. In one process, every backend's thread pool kept
     spinning while the next encoder was timed: on 2 cores that doubled the medians of the rows
     measured after gigatoken and fastokens (tokbackend fastokens 0.51 ms in one process, 0.24-0.27
     ms alone)."""
     names = (*(QUICK_AGENT_ENCODERS if quick else AGENT_ENCODERS), FIRST_SECONDS)
-    options = ("--agents", str(conversations), "--turns", str(turns))
+    options = ("--agents", str(conversations), "--turns", str(turns), *(("--guarded",) if guarded else ()))
     table = {name: _in_child("agents", name, 0, options=options) for name in names}
     base = table["HF"]["request_ms"]
     theirs = table.get("fastokens + its segment cache", table["raw fastokens (.ids)"])["request_ms"]
@@ -661,6 +689,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="agents: HF, raw fastokens and auto only (steady, first seconds)")
     parser.add_argument("--agents", type=int, default=AGENTS, help="agents: conversations, interleaved")
     parser.add_argument("--turns", type=int, default=TURNS, help="agents: turns of each conversation")
+    parser.add_argument("--guarded", action="store_true", help="agents: each conversation holds a guarded code point")
     parser.add_argument("--child-mode", help=argparse.SUPPRESS)
     parser.add_argument("--competitor", help=argparse.SUPPRESS)
     arguments = parser.parse_args()
@@ -668,7 +697,7 @@ def main() -> None:
         print("RESULT " + json.dumps(_cache_cost_child(arguments.competitor, arguments.prompts)))
         return
     if arguments.mode == "child" and arguments.child_mode == "agents":
-        print("RESULT " + json.dumps(_agents_row(arguments.competitor, arguments.agents, arguments.turns)))
+        print("RESULT " + json.dumps(_agents_row(arguments.competitor, arguments.agents, arguments.turns, arguments.guarded)))
         return
     if arguments.mode == "child":
         _child(arguments.child_mode, arguments.competitor, arguments.prompts)
@@ -680,14 +709,15 @@ def main() -> None:
     elif arguments.mode == "cache-cost":
         result = cache_cost(arguments.prompts or 80)
     elif arguments.mode == "agents":
-        result = agents(arguments.quick, arguments.agents, arguments.turns)
+        result = agents(arguments.quick, arguments.agents, arguments.turns, arguments.guarded)
     else:
         result = stalls(arguments.prompts or 3000)
     machine = platform.processor() or platform.machine()
     header = f"{datetime.date.today()}, {os.cpu_count()} cores, {machine}, Python {platform.python_version()}"
     print(header)
     print(result["markdown"])
-    name = arguments.mode + ("-cold" if arguments.cold else "") + ("-quick" if arguments.quick else "")
+    name = arguments.mode + ("-cold" if arguments.cold else "") + ("-guarded" if arguments.guarded else "")
+    name += "-quick" if arguments.quick else ""
     output = Path(os.environ.get("OUT", ROOT / "bench")) / f"backends-{name}.json"
     output.write_text(json.dumps({"host": header, **result}, indent=1))
 
