@@ -1,8 +1,9 @@
 """The package's architecture: every module imports only from the layers below its own.
 
-The layers, bottom first. A module may import (at run time; imports for type checking only are
-left out) from its own layer and the layers below, never from a layer above, and the imports
-form no circle. Adding a module means naming its layer here.
+The layers, bottom first. A module may import from its own layer and the layers below, never
+from a layer above, and the imports form no circle. Every import counts: those made only for type
+checking and those inside functions too (a circle of them is still two modules that cannot be
+read, or changed, one without the other). Adding a module means naming its layer here.
 """
 
 from __future__ import annotations
@@ -17,10 +18,11 @@ LAYERS = [
     ["version", "cache", "package_data", "hf_import", "tokenizer_json", "models", "backends", "policy", "stats"],
     # what the backends are served with: the Unicode guard, the segment cache
     ["guard", "segments"],
-    # which backend answers what (the only place that knows "auto"), the probe that admits it
-    ["reference", "probe", "routing"],
+    # what accelerate() was asked for; which backend answers what (the only place that knows
+    # "auto": `routing.names` is below the options, the rest reads them), the probe admitting it
+    ["options", "reference", "probe", "routing"],
     # one build of the fast path and the state that serves with it
-    ["options", "build", "state"],
+    ["build", "state"],
     # the HuggingFace-facing class, and what is built on it
     ["watch", "shared_settings", "encoding", "tokenizer", "loading", "integrations", "verify", "cli", "__init__"],
 ]
@@ -34,39 +36,31 @@ def _layer_of(module: str) -> int:
     raise AssertionError(f"tokbackend module {module} is in no layer of tests/test_layout.py")
 
 
-def _module_name(path: Path) -> str:
-    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+def _module_name(path: Path, package: Path = PACKAGE) -> str:
+    parts = path.relative_to(package.parent).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" and len(parts) > 1 else parts)
 
 
-def _runtime_imports(path: Path) -> set[str]:
-    """The tokbackend modules `path` imports outside `if TYPE_CHECKING:` blocks."""
-    tree = ast.parse(path.read_text())
-    type_checking = {
-        id(child)
-        for node in ast.walk(tree)
-        if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING")
-        for child in ast.walk(node)
-    }
-    found = set()
-    for node in ast.walk(tree):
-        if id(node) in type_checking:
-            continue
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("tokbackend"):
+def _imports(path: Path, package: Path = PACKAGE) -> set[str]:
+    """The modules of `package` that `path` imports, anywhere in it (`if TYPE_CHECKING:` blocks
+    and function bodies too); `from package import module` is the module."""
+    root, found = package.name, set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == root:
             found.add(node.module)
             found.update(
                 f"{node.module}.{alias.name}"
                 for alias in node.names
-                if (PACKAGE.parent / node.module.replace(".", "/") / alias.name).exists()
-                or (PACKAGE.parent / (node.module.replace(".", "/") + "/" + alias.name + ".py")).exists()
+                if (package.parent / node.module.replace(".", "/") / alias.name).exists()
+                or (package.parent / (node.module.replace(".", "/") + "/" + alias.name + ".py")).exists()
             )
         elif isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names if alias.name.startswith("tokbackend"))
+            found.update(alias.name for alias in node.names if alias.name.split(".")[0] == root)
     return found
 
 
-def _graph() -> dict[str, set[str]]:
-    return {_module_name(path): _runtime_imports(path) for path in PACKAGE.rglob("*.py")}
+def _graph(package: Path = PACKAGE) -> dict[str, set[str]]:
+    return {_module_name(path, package): _imports(path, package) for path in package.rglob("*.py")}
 
 
 def test_every_module_imports_only_from_its_layer_and_below():
@@ -84,23 +78,47 @@ def test_nothing_below_the_hf_facing_class_imports_it():
     assert all(_layer_of(module) >= _layer_of("tokbackend.tokenizer") for module in below), below
 
 
-def test_the_imports_form_no_circle():
-    graph = _graph()
+def _circle(graph: dict[str, set[str]], root: str) -> str | None:
+    """One import circle of `graph`, as "a -> b -> a", or None."""
     done: set[str] = set()
 
-    def visit(module: str, path: tuple[str, ...]) -> None:
+    def visit(module: str, path: tuple[str, ...]) -> str | None:
         if module in path:
-            raise AssertionError("import circle: " + " -> ".join((*path[path.index(module) :], module)))
+            return " -> ".join((*path[path.index(module) :], module))
         if module in done:
-            return
-        for imported in graph.get(module, ()):
-            if imported.startswith(module + ".") or imported == "tokbackend":
+            return None
+        for imported in sorted(graph.get(module, ())):
+            if imported.startswith(module + ".") or imported == root:
                 continue  # a package importing its own modules
-            visit(imported, (*path, module))
+            found = visit(imported, (*path, module))
+            if found is not None:
+                return found
         done.add(module)
+        return None
 
-    for module in graph:
-        visit(module, ())
+    return next((found for module in sorted(graph) if (found := visit(module, ())) is not None), None)
+
+
+def test_the_imports_form_no_circle():
+    circle = _circle(_graph(), "tokbackend")
+    assert circle is None, f"import circle: {circle}"
+
+
+def test_a_circle_through_an_import_for_type_checking_is_found(tmp_path):
+    """Planted: `low` imports `high` for an annotation alone, and `high` imports `low`."""
+    package = tmp_path / "planted"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "high.py").write_text("from planted.low import helper\n")
+    (package / "low.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from planted.high import Thing\ndef helper(): ...\n"
+    )
+    assert _circle(_graph(package), "planted") in (
+        "planted.high -> planted.low -> planted.high",
+        "planted.low -> planted.high -> planted.low",
+    )
+    (package / "low.py").write_text("def helper(): ...\n")
+    assert _circle(_graph(package), "planted") is None
 
 
 def test_only_routing_knows_auto_and_only_backends_name_a_backend():

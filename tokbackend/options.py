@@ -6,7 +6,7 @@ import dataclasses
 from typing import Literal
 
 from tokbackend.backends.base import DEFAULT_CACHE_BUDGET_MIB
-from tokbackend.routing import AUTO, check_backend_name
+from tokbackend.routing.names import AUTO, check_backend_name
 from tokbackend.segments import DEFAULT_SEGMENT_CACHE_MIB
 
 # The backend `accelerate()`, `load()`, `tokbackend verify` and `tokbackend guard` use when none

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from tokbackend.backends.arrays import encode_batch_arrays
 
@@ -19,7 +19,6 @@ if TYPE_CHECKING:
     from tokbackend.backends import EncodeBackend
     from tokbackend.guard import UnicodeGuard
     from tokbackend.reference import Reference
-    from tokbackend.routing.lanes import Lane
 
 EDGE_STRINGS = (
     "",
@@ -112,7 +111,15 @@ def _compared(backend: EncodeBackend, strings: list[str], hf_ids: Callable[[list
     return ProbeResult(len(strings), time.perf_counter() - started, mismatch)
 
 
-def probe_lane(lane: Lane, reference: Reference, model: str) -> tuple[str | None, float]:
+class ProbedLane(Protocol):
+    """What the probe reads of a lane (`tokbackend.routing.lanes.Lane`, which sits above it)."""
+
+    name: str
+    backend: EncodeBackend
+    guard: UnicodeGuard
+
+
+def probe_lane(lane: ProbedLane, reference: Reference, model: str) -> tuple[str | None, float]:
     """(a message naming the first edge string the lane gets wrong, or None; seconds taken)."""
     result = run_probe(lane.backend, reference, lane.guard)
     mismatch = result.mismatch

@@ -11,27 +11,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tokbackend.backends import available_backends, backend_class, reserve_name
 from tokbackend.routing.failure import NoExactBackend, Shortfall
 from tokbackend.routing.lanes import FEW_TEXTS, Lane, Routing, build_lane
+from tokbackend.routing.names import AUTO, backend_choices, check_backend_name
 
 if TYPE_CHECKING:
     from tokbackend.options import AccelerationOptions
     from tokbackend.reference import Reference
-
-AUTO = "auto"
-reserve_name(AUTO, "the per-model choice among backends (tokbackend.routing.auto)")
-
-
-def backend_choices() -> list[str]:
-    """Every value `backend=` takes: "auto" and each registered backend."""
-    return [AUTO, *available_backends()]
-
-
-def check_backend_name(name: str) -> None:
-    """ValueError listing the known names, for a name that is neither "auto" nor registered."""
-    if name != AUTO:
-        backend_class(name)
 
 
 def build_routing(reference: Reference, tokenizer_json: str, options: AccelerationOptions, model: str) -> tuple[Routing, float]:

@@ -8,9 +8,8 @@ It sits above the backend cut: any backend's ids can be cached.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 
-from tokbackend.segments.assembly import encode_through_cache
+from tokbackend.segments.assembly import HFIds, encode_through_cache
 from tokbackend.segments.cache import DEFAULT_SEGMENT_CACHE_MIB, SegmentCache
 from tokbackend.segments.splitter import AddedTokenSplitter, Piece, text_of
 
@@ -22,9 +21,6 @@ class Segments:
     splitter: AddedTokenSplitter
     cache: SegmentCache
 
-
-# texts -> HuggingFace's ids of each, without special tokens
-HFIds = Callable[[list[str]], list[list[int]]]
 
 # Where an added token stands in the texts that check the cache's premise: at the start, in the
 # middle and at the end; glued to words, next to spaces, newlines, digits, marks, other scripts.
