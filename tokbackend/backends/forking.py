@@ -15,10 +15,6 @@ from __future__ import annotations
 import os
 import threading
 import weakref
-from collections.abc import Callable
-from typing import Generic, TypeVar
-
-T = TypeVar("T")
 
 _forked = False
 # owner -> the attributes that hold its locks (a module for module-level locks)
@@ -46,28 +42,3 @@ if hasattr(os, "register_at_fork"):
 def in_forked_child() -> bool:
     """True in a process made by os.fork() (from a process that imported tokbackend)."""
     return _forked
-
-
-class OnItsOwnThread(Generic[T]):
-    """`work()` running on a thread of its own; `result()` waits for it, raising what it raised.
-    Not a daemon: every caller joins it, and an interpreter that exits meanwhile waits for it
-    rather than stopping it inside a library's native code."""
-
-    def __init__(self, work: Callable[[], T], name: str) -> None:
-        self._work = work
-        self._value: T | None = None
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name=name)
-        self._thread.start()
-
-    def _run(self) -> None:
-        try:
-            self._value = self._work()
-        except BaseException as error:  # noqa: BLE001 - handed to the caller by result()
-            self._error = error
-
-    def result(self) -> T:
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        return self._value

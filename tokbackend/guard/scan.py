@@ -14,7 +14,7 @@ import functools
 import time
 from collections.abc import Callable, Iterable, Sequence
 
-from tokbackend.backends.forking import OnItsOwnThread
+from tokbackend.backends.threads import OnItsOwnThread
 from tokbackend.guard.bound import DerivationMeter
 from tokbackend.guard.contexts import ScanContext
 

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 
 from tokbackend.backends import EncodeBackend, backend_class
 from tokbackend.backends.arrays import encode_array, encode_batch_arrays
-from tokbackend.backends.forking import OnItsOwnThread
 from tokbackend.backends.renewal import RenewingBackend
+from tokbackend.backends.threads import OnItsOwnThread
 from tokbackend.cache import cache_dir
 from tokbackend.guard import GuardUnavailableError, ProvisionalGuard, UnicodeGuard, load_guard
 from tokbackend.guard.scan import format_ranges
