@@ -19,7 +19,7 @@ import tokbackend
 from equivalence.families import build_family
 from tokbackend import build as build_module
 from tokbackend import guard as guard_module
-from tokbackend import state as state_module
+from tokbackend import successors as successors_module
 from tokbackend.backends import backend_class
 from tokbackend.guard import ProvisionalGuard, derive, records
 from tokbackend.guard.candidates import candidate_runs, run_around, sample
@@ -268,7 +268,7 @@ def test_the_screen_on_the_served_tokenizer_sees_what_its_own_instances_see(monk
 
 
 class HandClock:
-    """The clock of the wait for a pause (`state._now`, `state._sleep`), moved by the test alone:
+    """The clock of the wait for a pause (`successors._now`, `successors._sleep`), moved by the test alone:
     what the wait decides depends on the calls and the patience, not on how loaded the machine is."""
 
     def __init__(self) -> None:
@@ -311,8 +311,8 @@ class HandClock:
 @pytest.fixture
 def hand_clock(monkeypatch):
     clock = HandClock()
-    monkeypatch.setattr(state_module, "_now", clock)
-    monkeypatch.setattr(state_module, "_sleep", clock.sleep)
+    monkeypatch.setattr(successors_module, "_now", clock)
+    monkeypatch.setattr(successors_module, "_sleep", clock.sleep)
     yield clock
     clock.advance(1e9)  # whatever still waits wakes, and finds the real clock back
 
@@ -321,8 +321,8 @@ def test_the_finishing_work_waits_for_a_pause_in_the_calls(qwen3, unseen_pipelin
     """The background work of an early start holds the GIL for long stretches, so it starts in
     a pause in the calls (the first requests are not made to wait), or after its patience."""
     monkeypatch.setattr(guard_module, "DERIVATION_CODE_POINTS", [0x301, *range(0x4E00, 0x4E3F)])  # a derivation of a second
-    monkeypatch.setattr(state_module, "UPGRADE_PAUSE_S", 2.0)
-    monkeypatch.setattr(state_module, "UPGRADE_PATIENCE_S", 60.0)
+    monkeypatch.setattr(successors_module, "UPGRADE_PAUSE_S", 2.0)
+    monkeypatch.setattr(successors_module, "UPGRADE_PATIENCE_S", 60.0)
 
     def calls_for(tokenizer, seconds: float, apart: float) -> None:
         for _ in range(round(seconds / apart)):
@@ -336,7 +336,7 @@ def test_the_finishing_work_waits_for_a_pause_in_the_calls(qwen3, unseen_pipelin
     hand_clock.advance(2.0)  # the pause
     assert fast.tokbackend.wait_until_final(600)
 
-    monkeypatch.setattr(state_module, "UPGRADE_PATIENCE_S", 0.5)
+    monkeypatch.setattr(successors_module, "UPGRADE_PATIENCE_S", 0.5)
     monkeypatch.setenv("TOKBACKEND_CACHE_DIR", str(unseen_pipeline / "another-fresh-cache"))
     again = tokbackend.accelerate(tokbackend.load_hf("qwen3"), "gigatoken")
     assert not again.tokbackend.build.final
@@ -348,8 +348,8 @@ def test_a_long_call_in_flight_is_no_pause(qwen3, unseen_pipeline, monkeypatch, 
     """A burst's batch runs for hundreds of milliseconds: the finishing work must not start 50 ms
     into it (it holds the GIL and doubled the first burst). Planted: a call that blocks inside
     the backend while the hand clock moves past the pause."""
-    monkeypatch.setattr(state_module, "UPGRADE_PAUSE_S", 2.0)
-    monkeypatch.setattr(state_module, "UPGRADE_PATIENCE_S", 60.0)
+    monkeypatch.setattr(successors_module, "UPGRADE_PAUSE_S", 2.0)
+    monkeypatch.setattr(successors_module, "UPGRADE_PATIENCE_S", 60.0)
     started = []
     upgraded = build_module.upgraded
     monkeypatch.setattr(build_module, "upgraded", lambda *args: (started.append(True), upgraded(*args))[1])
@@ -379,12 +379,12 @@ def test_a_long_call_in_flight_is_no_pause(qwen3, unseen_pipeline, monkeypatch, 
 EXITS_AT_ONCE = """
 import sys, time
 import tokbackend
-from tokbackend import build, state
+from tokbackend import build, successors
 from tokbackend.backends.gigatoken import GigatokenBackend
 
 warm_up = GigatokenBackend.prepare
 GigatokenBackend.prepare = lambda self: (time.sleep(1.0), warm_up(self))[1]
-state.UPGRADE_PAUSE_S = state.UPGRADE_PATIENCE_S = 5.0
+successors.UPGRADE_PAUSE_S = successors.UPGRADE_PATIENCE_S = 5.0
 upgraded = build.upgraded
 build.upgraded = lambda *args: (print("FINISHED THE START-UP BUILD", flush=True), upgraded(*args))[1]
 fast = tokbackend.accelerate(tokbackend.load_hf("qwen3"), sys.argv[1])

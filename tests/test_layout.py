@@ -20,7 +20,7 @@ LAYERS = [
     # which backend answers what (the only place that knows "auto"), the probe that admits it
     ["reference", "probe", "routing"],
     # one build of the fast path and the state that serves with it
-    ["options", "build", "state"],
+    ["options", "successors", "build", "state"],
     # the HuggingFace-facing class, and what is built on it
     ["watch", "shared_settings", "encoding", "tokenizer", "loading", "integrations", "verify", "cli", "__init__"],
 ]
