@@ -7,10 +7,13 @@ the swap is one assignment.
 
 from __future__ import annotations
 
+import concurrent.futures
 import copy
 import logging
 import multiprocessing
+import os
 import threading
+import time
 
 import pytest
 from defects import DropsOnCombiningAcute
@@ -175,6 +178,87 @@ def test_a_child_forked_during_an_early_start_finishes_it_itself(qwen3, unseen_p
     assert child.exitcode == 0
     assert ids == qwen3.encode(TEXTS[0]) and final and name == "fastokens"
     assert fast.tokbackend.wait_until_final(120)
+
+
+def _counting_upgraded(monkeypatch) -> list:
+    """`upgraded` counted: the builds it was asked to finish (other tests' leftovers among them)."""
+    asked = []
+    upgraded = build_module.upgraded
+    monkeypatch.setattr(build_module, "upgraded", lambda build, *args: (asked.append(build), upgraded(build, *args))[1])
+    return asked
+
+
+def test_copies_share_one_successor_and_it_runs_once(qwen3, unseen_pipeline, monkeypatch):
+    asked = _counting_upgraded(monkeypatch)
+    fast = tokbackend.accelerate(qwen3, "gigatoken")
+    early = fast.tokbackend.build
+    assert not early.final and isinstance(early.next, concurrent.futures.Future)
+    clone, shallow = copy.deepcopy(fast), copy.copy(fast)
+    assert clone.tokbackend.build is early and shallow.tokbackend.build is early
+    for tokenizer in (clone, fast, shallow):
+        assert tokenizer.encode(TEXTS[0]) == qwen3.encode(TEXTS[0])
+        assert tokenizer.tokbackend.wait_until_final(120)
+    assert [build for build in asked if build is early] == [early]  # once, whichever copy asked
+    assert clone.tokbackend.build is fast.tokbackend.build is early.next.result()
+    assert fast.tokbackend.build.next is None
+
+
+def test_the_worker_swaps_the_final_build_in_where_no_call_comes(qwen3, unseen_pipeline):
+    """A process that makes no more calls after accelerate() still shows the final build in
+    stats(): the worker that finishes it swaps it into every state serving the build."""
+    fast = tokbackend.accelerate(qwen3, "gigatoken")
+    clone = copy.deepcopy(fast)
+    successor = fast.tokbackend.build.next
+    assert successor is not None and concurrent.futures.wait([successor], 120).done
+    deadline = time.monotonic() + 30
+    while not all(tokenizer.tokbackend.stats()["start_up"]["final"] for tokenizer in (fast, clone)):
+        assert time.monotonic() < deadline, "the finished build was not swapped in without a call"
+        time.sleep(0.01)
+    for tokenizer in (fast, clone):
+        start_up = tokenizer.tokbackend.stats()["start_up"]
+        assert start_up["finished_in_s"] is not None and start_up["failed"] is None
+        assert tokenizer.tokbackend.build is successor.result()
+
+
+def _in_child_mid_finish(fast, queue):
+    final = fast.tokbackend.wait_until_final(90)
+    queue.put((final, fast.encode(TEXTS[0]), fast.tokbackend.routing.lane.name, fast.tokbackend.stats()["start_up"]))
+
+
+def test_a_child_forked_while_the_parent_finishes_the_build_gets_a_final_build_of_its_own(qwen3, unseen_pipeline, monkeypatch):
+    """Planted: the parent's worker held inside `upgraded` while the child is forked. The worker
+    thread stays in the parent; the child must finish the build itself rather than wait on a
+    future that nothing there runs."""
+    parent = os.getpid()
+    inside, release = threading.Event(), threading.Event()
+    asked_in = []
+    upgraded = build_module.upgraded
+
+    def held_in_the_parent(*args):
+        asked_in.append(os.getpid())
+        if os.getpid() == parent:
+            inside.set()
+            release.wait(120)
+        return upgraded(*args)
+
+    monkeypatch.setattr(build_module, "upgraded", held_in_the_parent)
+    fast = tokbackend.accelerate(qwen3, "auto")
+    assert not fast.tokbackend.build.final
+    try:
+        assert inside.wait(60), "the parent's worker did not start finishing the build"
+        context = multiprocessing.get_context("fork")
+        queue = context.Queue()
+        child = context.Process(target=_in_child_mid_finish, args=(fast, queue))
+        child.start()
+        final, ids, name, start_up = queue.get(timeout=180)
+        child.join(30)
+    finally:
+        release.set()
+    assert child.exitcode == 0
+    assert final and start_up["final"] and start_up["failed"] is None and name == "fastokens"
+    assert ids == qwen3.encode(TEXTS[0])
+    assert not fast.tokbackend.build.final or asked_in.count(parent) == 1  # the parent's is its own
+    assert fast.tokbackend.wait_until_final(120) and fast.tokbackend.routing.lane.name == "fastokens"
 
 
 def test_the_guard_module_derives_nothing_with_a_record(qwen3, monkeypatch):
