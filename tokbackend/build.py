@@ -9,18 +9,24 @@ A build is in one of four states (`final`, `failed`, `disabled_reason`; `stats()
 
 | state  | made by                         | who answers                                   | what follows             |
 |--------|---------------------------------|-----------------------------------------------|--------------------------|
-| early  | `build_for`, early start        | its routing: guarded texts (a provisional      | `upgraded`: final or     |
-|        | (`AccelerationOptions`)         | guard) HF, the rest the backend (auto's bridge | failed, swapped in by    |
-|        |                                 | while auto's choice loads)                     | the state                |
-| final  | `build_for`, or `upgraded`      | its routing (guarded texts HF)                 | nothing                  |
+| early  | `build_for`, early start        | its routing: guarded texts (a provisional      | `next`: a Future of      |
+|        | (`AccelerationOptions`)         | guard) HF, the rest the backend (auto's bridge | `upgraded`, final or     |
+|        |                                 | while auto's choice loads)                     | failed, swapped in       |
+| final  | `build_for`, or `upgraded`      | its routing (guarded texts HF)                 | nothing (`next` None)    |
 | failed | `upgraded` (no exact backend    | HF, every call (ERROR logged; `tokbackend      | nothing                  |
 |        | found, or an error)             | verify` exits non-zero)                        |                          |
 | off    | `build_for` (no exact backend)  | HF, every call                                 | nothing                  |
 
-- A copy of the tokenizer (copy, deepcopy, pickle in one process) shares the build and so its
-  `Finishing`: one `upgraded` per process, whichever copy asks first.
-- A fork: the child serves the build it inherited and makes its own `upgraded` (`Finishing`
-  is keyed by pid; the parent's thread does not exist there).
+- An early build's `next` (`tokbackend.successors.Successor`) runs `upgraded` on the one
+  process-wide executor thread, once the calls of every state serving the build pause; that
+  worker swaps the result into each of them, and a call or `wait_until_final` that finds it
+  done swaps it in too (only where the build still serves).
+- A copy of the tokenizer (copy, deepcopy) shares the build and so its `next`: one `upgraded`
+  per process, whichever copy asks first. An unpickled one makes a build of its own, in this
+  process as in another.
+- A fork: the child serves the build it inherited; a `next` not finished at the fork is pending
+  again there (the worker stayed in the parent), and the child's first call on the build, or
+  `wait_until_final`, runs it on an executor of its own.
 - A change to the tokenizer (`Reference.content`): a new build for the new state replaces this
   one, whatever its state; an `upgraded` that ends after it is dropped.
 """
