@@ -132,7 +132,8 @@ def build_for(reference: Reference, options: AccelerationOptions, content: Hasha
         )
     preparing = None if routing.interim else _prepare(routing)
     successor = None if routing.upgrade is None else Successor(lambda successor: _finished(build, options, model))
-    build = Build(**common, routing=routing, disabled_reason=None, probe_seconds=probe_seconds, preparing=preparing, next=successor)
+    served = {"routing": routing, "disabled_reason": None, "probe_seconds": probe_seconds, "preparing": preparing}
+    build = Build(**common, **served, next=successor)
     if successor is not None:
         successor.start()
     return build
