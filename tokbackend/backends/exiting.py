@@ -2,9 +2,9 @@
 
 tokbackend's background threads (a lane's warm-ups and spare instance, the executor thread that
 finishes an early start's build) are not daemons: an interpreter that finalizes while a daemon
-thread is inside a backend's native code aborts the process. An exiting interpreter joins them instead, so a
-short-lived process (a script, a test worker, one of several processes starting at once) used to
-wait seconds at exit for warm-ups and loads whose results nothing would use. `exiting()` turns
+thread is inside a backend's native code aborts the process. An exiting interpreter joins them
+instead, so a short-lived process (a script, a test worker, one of several processes starting at
+once) used to wait seconds at exit for warm-ups and loads whose results nothing would use. `exiting()` turns
 True once the interpreter starts to exit, before it joins those threads; the work checks it
 between its steps and stops. A step already inside native code ends first.
 """
