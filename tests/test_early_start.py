@@ -7,10 +7,13 @@ the swap is one assignment.
 
 from __future__ import annotations
 
+import concurrent.futures
 import copy
 import logging
 import multiprocessing
+import os
 import threading
+import time
 
 import pytest
 from defects import DropsOnCombiningAcute
@@ -19,7 +22,7 @@ import tokbackend
 from equivalence.families import build_family
 from tokbackend import build as build_module
 from tokbackend import guard as guard_module
-from tokbackend import state as state_module
+from tokbackend import successors as successors_module
 from tokbackend.backends import backend_class
 from tokbackend.guard import ProvisionalGuard, derive, records
 from tokbackend.guard.candidates import candidate_runs, run_around, sample
@@ -177,6 +180,87 @@ def test_a_child_forked_during_an_early_start_finishes_it_itself(qwen3, unseen_p
     assert fast.tokbackend.wait_until_final(120)
 
 
+def _counting_upgraded(monkeypatch) -> list:
+    """`upgraded` counted: the builds it was asked to finish (other tests' leftovers among them)."""
+    asked = []
+    upgraded = build_module.upgraded
+    monkeypatch.setattr(build_module, "upgraded", lambda build, *args: (asked.append(build), upgraded(build, *args))[1])
+    return asked
+
+
+def test_copies_share_one_successor_and_it_runs_once(qwen3, unseen_pipeline, monkeypatch):
+    asked = _counting_upgraded(monkeypatch)
+    fast = tokbackend.accelerate(qwen3, "gigatoken")
+    early = fast.tokbackend.build
+    assert not early.final and isinstance(early.next, concurrent.futures.Future)
+    clone, shallow = copy.deepcopy(fast), copy.copy(fast)
+    assert clone.tokbackend.build is early and shallow.tokbackend.build is early
+    for tokenizer in (clone, fast, shallow):
+        assert tokenizer.encode(TEXTS[0]) == qwen3.encode(TEXTS[0])
+        assert tokenizer.tokbackend.wait_until_final(120)
+    assert [build for build in asked if build is early] == [early]  # once, whichever copy asked
+    assert clone.tokbackend.build is fast.tokbackend.build is early.next.result()
+    assert fast.tokbackend.build.next is None
+
+
+def test_the_worker_swaps_the_final_build_in_where_no_call_comes(qwen3, unseen_pipeline):
+    """A process that makes no more calls after accelerate() still shows the final build in
+    stats(): the worker that finishes it swaps it into every state serving the build."""
+    fast = tokbackend.accelerate(qwen3, "gigatoken")
+    clone = copy.deepcopy(fast)
+    successor = fast.tokbackend.build.next
+    assert successor is not None and concurrent.futures.wait([successor], 120).done
+    deadline = time.monotonic() + 30
+    while not all(tokenizer.tokbackend.stats()["start_up"]["final"] for tokenizer in (fast, clone)):
+        assert time.monotonic() < deadline, "the finished build was not swapped in without a call"
+        time.sleep(0.01)
+    for tokenizer in (fast, clone):
+        start_up = tokenizer.tokbackend.stats()["start_up"]
+        assert start_up["finished_in_s"] is not None and start_up["failed"] is None
+        assert tokenizer.tokbackend.build is successor.result()
+
+
+def _in_child_mid_finish(fast, queue):
+    final = fast.tokbackend.wait_until_final(90)
+    queue.put((final, fast.encode(TEXTS[0]), fast.tokbackend.routing.lane.name, fast.tokbackend.stats()["start_up"]))
+
+
+def test_a_child_forked_while_the_parent_finishes_the_build_gets_a_final_build_of_its_own(qwen3, unseen_pipeline, monkeypatch):
+    """Planted: the parent's worker held inside `upgraded` while the child is forked. The worker
+    thread stays in the parent; the child must finish the build itself rather than wait on a
+    future that nothing there runs."""
+    parent = os.getpid()
+    inside, release = threading.Event(), threading.Event()
+    asked_in = []
+    upgraded = build_module.upgraded
+
+    def held_in_the_parent(*args):
+        asked_in.append(os.getpid())
+        if os.getpid() == parent:
+            inside.set()
+            release.wait(120)
+        return upgraded(*args)
+
+    monkeypatch.setattr(build_module, "upgraded", held_in_the_parent)
+    fast = tokbackend.accelerate(qwen3, "auto")
+    assert not fast.tokbackend.build.final
+    try:
+        assert inside.wait(60), "the parent's worker did not start finishing the build"
+        context = multiprocessing.get_context("fork")
+        queue = context.Queue()
+        child = context.Process(target=_in_child_mid_finish, args=(fast, queue))
+        child.start()
+        final, ids, name, start_up = queue.get(timeout=180)
+        child.join(30)
+    finally:
+        release.set()
+    assert child.exitcode == 0
+    assert final and start_up["final"] and start_up["failed"] is None and name == "fastokens"
+    assert ids == qwen3.encode(TEXTS[0])
+    assert not fast.tokbackend.build.final or asked_in.count(parent) == 1  # the parent's is its own
+    assert fast.tokbackend.wait_until_final(120) and fast.tokbackend.routing.lane.name == "fastokens"
+
+
 def test_the_guard_module_derives_nothing_with_a_record(qwen3, monkeypatch):
     """With a shipped record there is nothing provisional: no derivation starts at all."""
     monkeypatch.setattr(guard_module.derive, "FastDerivation", lambda *args, **kwargs: pytest.fail("derived with a record"))
@@ -268,7 +352,7 @@ def test_the_screen_on_the_served_tokenizer_sees_what_its_own_instances_see(monk
 
 
 class HandClock:
-    """The clock of the wait for a pause (`state._now`, `state._sleep`), moved by the test alone:
+    """The clock of the wait for a pause (`successors._now`, `successors._sleep`), moved by the test alone:
     what the wait decides depends on the calls and the patience, not on how loaded the machine is."""
 
     def __init__(self) -> None:
@@ -311,8 +395,8 @@ class HandClock:
 @pytest.fixture
 def hand_clock(monkeypatch):
     clock = HandClock()
-    monkeypatch.setattr(state_module, "_now", clock)
-    monkeypatch.setattr(state_module, "_sleep", clock.sleep)
+    monkeypatch.setattr(successors_module, "_now", clock)
+    monkeypatch.setattr(successors_module, "_sleep", clock.sleep)
     yield clock
     clock.advance(1e9)  # whatever still waits wakes, and finds the real clock back
 
@@ -321,8 +405,8 @@ def test_the_finishing_work_waits_for_a_pause_in_the_calls(qwen3, unseen_pipelin
     """The background work of an early start holds the GIL for long stretches, so it starts in
     a pause in the calls (the first requests are not made to wait), or after its patience."""
     monkeypatch.setattr(guard_module, "DERIVATION_CODE_POINTS", [0x301, *range(0x4E00, 0x4E3F)])  # a derivation of a second
-    monkeypatch.setattr(state_module, "UPGRADE_PAUSE_S", 2.0)
-    monkeypatch.setattr(state_module, "UPGRADE_PATIENCE_S", 60.0)
+    monkeypatch.setattr(successors_module, "UPGRADE_PAUSE_S", 2.0)
+    monkeypatch.setattr(successors_module, "UPGRADE_PATIENCE_S", 60.0)
 
     def calls_for(tokenizer, seconds: float, apart: float) -> None:
         for _ in range(round(seconds / apart)):
@@ -336,7 +420,7 @@ def test_the_finishing_work_waits_for_a_pause_in_the_calls(qwen3, unseen_pipelin
     hand_clock.advance(2.0)  # the pause
     assert fast.tokbackend.wait_until_final(600)
 
-    monkeypatch.setattr(state_module, "UPGRADE_PATIENCE_S", 0.5)
+    monkeypatch.setattr(successors_module, "UPGRADE_PATIENCE_S", 0.5)
     monkeypatch.setenv("TOKBACKEND_CACHE_DIR", str(unseen_pipeline / "another-fresh-cache"))
     again = tokbackend.accelerate(tokbackend.load_hf("qwen3"), "gigatoken")
     assert not again.tokbackend.build.final
@@ -348,8 +432,8 @@ def test_a_long_call_in_flight_is_no_pause(qwen3, unseen_pipeline, monkeypatch, 
     """A burst's batch runs for hundreds of milliseconds: the finishing work must not start 50 ms
     into it (it holds the GIL and doubled the first burst). Planted: a call that blocks inside
     the backend while the hand clock moves past the pause."""
-    monkeypatch.setattr(state_module, "UPGRADE_PAUSE_S", 2.0)
-    monkeypatch.setattr(state_module, "UPGRADE_PATIENCE_S", 60.0)
+    monkeypatch.setattr(successors_module, "UPGRADE_PAUSE_S", 2.0)
+    monkeypatch.setattr(successors_module, "UPGRADE_PATIENCE_S", 60.0)
     started = []
     upgraded = build_module.upgraded
     monkeypatch.setattr(build_module, "upgraded", lambda *args: (started.append(True), upgraded(*args))[1])
@@ -379,12 +463,12 @@ def test_a_long_call_in_flight_is_no_pause(qwen3, unseen_pipeline, monkeypatch, 
 EXITS_AT_ONCE = """
 import sys, time
 import tokbackend
-from tokbackend import build, state
+from tokbackend import build, successors
 from tokbackend.backends.gigatoken import GigatokenBackend
 
 warm_up = GigatokenBackend.prepare
 GigatokenBackend.prepare = lambda self: (time.sleep(1.0), warm_up(self))[1]
-state.UPGRADE_PAUSE_S = state.UPGRADE_PATIENCE_S = 5.0
+successors.UPGRADE_PAUSE_S = successors.UPGRADE_PATIENCE_S = 5.0
 upgraded = build.upgraded
 build.upgraded = lambda *args: (print("FINISHED THE START-UP BUILD", flush=True), upgraded(*args))[1]
 fast = tokbackend.accelerate(tokbackend.load_hf("qwen3"), sys.argv[1])

@@ -22,7 +22,7 @@ LAYERS = [
     # "auto": `routing.names` is below the options, the rest reads them), the probe admitting it
     ["options", "reference", "probe", "routing"],
     # one build of the fast path and the state that serves with it
-    ["build", "state"],
+    ["successors", "build", "state"],
     # the HuggingFace-facing class, and what is built on it
     ["watch", "shared_settings", "encoding", "tokenizer", "loading", "integrations", "verify", "cli", "__init__"],
 ]

@@ -9,18 +9,24 @@ A build is in one of four states (`final`, `failed`, `disabled_reason`; `stats()
 
 | state  | made by                         | who answers                                   | what follows             |
 |--------|---------------------------------|-----------------------------------------------|--------------------------|
-| early  | `build_for`, early start        | its routing: guarded texts (a provisional      | `upgraded`: final or     |
-|        | (`AccelerationOptions`)         | guard) HF, the rest the backend (auto's bridge | failed, swapped in by    |
-|        |                                 | while auto's choice loads)                     | the state                |
-| final  | `build_for`, or `upgraded`      | its routing (guarded texts HF)                 | nothing                  |
+| early  | `build_for`, early start        | its routing: guarded texts (a provisional      | `next`: a Future of      |
+|        | (`AccelerationOptions`)         | guard) HF, the rest the backend (auto's bridge | `upgraded`, final or     |
+|        |                                 | while auto's choice loads)                     | failed, swapped in       |
+| final  | `build_for`, or `upgraded`      | its routing (guarded texts HF)                 | nothing (`next` None)    |
 | failed | `upgraded` (no exact backend    | HF, every call (ERROR logged; `tokbackend      | nothing                  |
 |        | found, or an error)             | verify` exits non-zero)                        |                          |
 | off    | `build_for` (no exact backend)  | HF, every call                                 | nothing                  |
 
-- A copy of the tokenizer (copy, deepcopy, pickle in one process) shares the build and so its
-  `Finishing`: one `upgraded` per process, whichever copy asks first.
-- A fork: the child serves the build it inherited and makes its own `upgraded` (`Finishing`
-  is keyed by pid; the parent's thread does not exist there).
+- An early build's `next` (`tokbackend.successors.Successor`) runs `upgraded` on the one
+  process-wide executor thread, once the calls of every state serving the build pause; that
+  worker swaps the result into each of them, and a call or `wait_until_final` that finds it
+  done swaps it in too (only where the build still serves).
+- A copy of the tokenizer (copy, deepcopy) shares the build and so its `next`: one `upgraded`
+  per process, whichever copy asks first. An unpickled one makes a build of its own, in this
+  process as in another.
+- A fork: the child serves the build it inherited; a `next` not finished at the fork is pending
+  again there (the worker stayed in the parent), and the child's first call on the build, or
+  `wait_until_final`, runs it on an executor of its own.
 - A change to the tokenizer (`Reference.content`): a new build for the new state replaces this
   one, whatever its state; an `upgraded` that ends after it is dropped.
 """
@@ -29,17 +35,16 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import os
 import threading
 from collections.abc import Hashable
 
 from tokbackend.backends import BackendUnavailableError
 from tokbackend.backends.exiting import exiting, watch_exit
-from tokbackend.backends.forking import fork_safe_lock
 from tokbackend.options import AccelerationOptions
 from tokbackend.reference import Reference
 from tokbackend.routing import NoExactBackend, Routing, Shortfall, build_routing
 from tokbackend.segments import Segments, segments_for
+from tokbackend.successors import Successor
 
 logger = logging.getLogger("tokbackend")
 
@@ -71,10 +76,11 @@ class Build:
     tokenizer_json: str | None = dataclasses.field(default=None, compare=False, repr=False)
     # the lanes' `prepare()` (warm-ups, spares), on a background thread once they serve
     preparing: threading.Thread | None = dataclasses.field(default=None, compare=False)
-    # where the final build of an early start is made, once for every state serving this one
-    finishing: Finishing = dataclasses.field(default_factory=lambda: Finishing(), compare=False)
     # why finishing an early start failed (`upgraded`): the fast path is then off
     failed: str | None = dataclasses.field(default=None, compare=False)
+    # an early start's: the final (or failed) build, made once per process, for every state
+    # serving this one (`tokbackend.successors`); None when final
+    next: Successor | None = dataclasses.field(default=None, compare=False, repr=False)
     # whether nothing is left to swap in (an early start's build is not, `upgraded`); read on
     # every call, so set once here
     final: bool = dataclasses.field(init=False, compare=False)
@@ -82,37 +88,10 @@ class Build:
     def __post_init__(self) -> None:
         final = self.routing is None or self.routing.upgrade is None or self.disabled_reason is not None
         object.__setattr__(self, "final", final)
-
-
-class Finishing:
-    """`upgraded(build)` made once per process, whichever tokenizer copy serving the build asks
-    first; the others wait for the same result. A child forked meanwhile makes its own."""
-
-    def __init__(self) -> None:
-        self._lock = fork_safe_lock(self, "_lock")
-        self._done: dict[int, Build] = {}
-        self._running: dict[int, threading.Event] = {}
-
-    def result(self, build: Build, options: AccelerationOptions, model: str) -> Build:
-        pid = os.getpid()
-        with self._lock:
-            if pid in self._done:
-                return self._done[pid]
-            event = self._running.get(pid)
-            ours = event is None
-            if ours:
-                event = self._running[pid] = threading.Event()
-        if not ours:
-            event.wait()
-            return self._done[pid]
-        final = build  # what serves on if even upgraded() is interrupted
-        try:
-            final = upgraded(build, options, model)
-        finally:
-            with self._lock:
-                self._done[pid] = final
-            event.set()
-        return final
+        if final:
+            object.__setattr__(self, "next", None)  # a replace() of an early build: nothing follows
+        elif self.next is None:
+            raise ValueError("a build that is not final needs the Successor that finishes it (`next`)")
 
 
 UNBUILT = Build(content=None)
@@ -152,7 +131,21 @@ def build_for(reference: Reference, options: AccelerationOptions, content: Hasha
             disabled_reason=_unserved(failure, options, model, changed),
         )
     preparing = None if routing.interim else _prepare(routing)
-    return Build(**common, routing=routing, disabled_reason=None, probe_seconds=probe_seconds, preparing=preparing)
+    successor = None if routing.upgrade is None else Successor(lambda successor: _finished(build, options, model))
+    served = {"routing": routing, "disabled_reason": None, "probe_seconds": probe_seconds, "preparing": preparing}
+    build = Build(**common, **served, next=successor)
+    if successor is not None:
+        successor.start()
+    return build
+
+
+def _finished(build: Build, options: AccelerationOptions, model: str) -> Build:
+    """`build.next`'s work, on the executor thread: `upgraded` once the calls pause; the build
+    itself, unfinished, where the process exits first (nothing would serve with it)."""
+    build.next.wait_for_a_pause(stop=exiting)
+    if exiting():
+        return build
+    return upgraded(build, options, model)
 
 
 def upgraded(build: Build, options: AccelerationOptions, model: str) -> Build:
@@ -177,12 +170,12 @@ def upgraded(build: Build, options: AccelerationOptions, model: str) -> Build:
         routing=routing,
         probe_seconds=build.probe_seconds + probe_seconds,
         preparing=_prepare(routing, skip=prepared),
-        finishing=Finishing(),
+        next=None,
     )
 
 
 def _failed(build: Build, routing: Routing, reason: str) -> Build:
-    return dataclasses.replace(build, routing=routing, disabled_reason=reason, failed=reason, finishing=Finishing())
+    return dataclasses.replace(build, routing=routing, disabled_reason=reason, failed=reason, next=None)
 
 
 def _prepare(routing: Routing, skip: set[int] = frozenset()) -> threading.Thread:

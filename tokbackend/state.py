@@ -12,15 +12,13 @@ with.
 
 from __future__ import annotations
 
+import concurrent.futures
 import logging
-import os
-import threading
 import time
 from array import array
 from typing import Any
 
 from tokbackend.backends import EncodeBackend
-from tokbackend.backends.exiting import exiting, watch_exit
 from tokbackend.backends.forking import fork_safe_lock
 from tokbackend.build import UNBUILT, Build, FastPathError, build_for
 from tokbackend.guard import UnicodeGuard
@@ -30,19 +28,11 @@ from tokbackend.reference import Reference
 from tokbackend.routing import Routing
 from tokbackend.segments import AddedTokenSplitter, SegmentCache, encode_through_cache
 from tokbackend.stats import AccelerationStats
+from tokbackend.successors import Successor
 
 logger = logging.getLogger("tokbackend")
 
 _NO_GUARD = UnicodeGuard(frozenset())
-_pid = os.getpid
-_now, _sleep = time.monotonic, time.sleep  # the clock of the wait for a pause (tests run it by hand)
-
-# An early start's finishing work holds the GIL for long stretches (fastokens' load of a large
-# vocabulary: its first 0.35-0.55 s): it starts in a pause of this long in the calls, so that the
-# first calls after accelerate() (a server's first requests) are not made to wait for it, and
-# waits for one at most UPGRADE_PATIENCE_S, so that a process that never pauses gets it too.
-UPGRADE_PAUSE_S = 0.05
-UPGRADE_PATIENCE_S = 2.0
 
 
 def _is_valid_text(text: str) -> bool:
@@ -64,11 +54,7 @@ class AccelerationState:
         # the build served, and the fingerprint of the tokenizer state it was last found right for
         self._serving: tuple[Build, object] = (UNBUILT, None)
         self._rebuild_lock = fork_safe_lock(self, "_rebuild_lock")
-        # an early start's build being finished: (that build, the thread, the pid that started it)
-        self._upgrading: tuple[Build, threading.Thread, int] | None = None
-        self.upgrade_seconds: float | None = None
-        self._last_call = 0.0  # when a call last arrived or ended while the build was not final
-        self._in_flight: list[None] = []  # one item per such call still running (append, pop: atomic)
+        self.upgrade_seconds: float | None = None  # how long finishing an early start's build took
 
     # -- what stats() and the logs show ---------------------------------------------------------
 
@@ -186,13 +172,14 @@ class AccelerationState:
             build = self.build
             if build.final:
                 return True
-            upgrading = self._upgrading
-            if upgrading is None or upgrading[2] != os.getpid():
-                self._resume_upgrade()
-                continue
-            upgrading[1].join(None if deadline is None else max(0.0, deadline - time.monotonic()))
-            if self.build is build:  # timed out, or its finishing ended without a final build
-                return build.final
+            successor = build.next
+            successor.start()  # in a child forked before it finished: finished here
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not concurrent.futures.wait([successor], left).done:
+                return self.build.final  # timed out
+            self._finish(successor)
+            if self.build is build:  # its finishing ended without a final build (the process exits)
+                return False
 
     def wait_until_prepared(self, timeout: float | None = None) -> bool:
         """Wait for the final build (`wait_until_final`) and its backends' preparation (warm-ups
@@ -209,10 +196,11 @@ class AccelerationState:
     def share_from(self, other: AccelerationState, reference: Reference) -> None:
         """Serve with `other`'s build and counters (copies of one tokenizer share one backend);
         the caller has checked that `other` serves the reference's content. A build not final
-        yet is finished here as well (the two upgrades share the backends already built)."""
+        yet is finished once for both (they share its `next`)."""
         with self._rebuild_lock:
             self._serving, self.counters = (other.build, reference.fingerprint()), other.counters
-            self._start_upgrade()
+            build = self._serving[0]
+        self._follow(build)
 
     def rebuild(self, reference: Reference, changed: bool = False) -> Build:
         """The build for the reference's current state: the current one when what a build is
@@ -224,57 +212,32 @@ class AccelerationState:
         with self._rebuild_lock:
             fingerprint = reference.fingerprint()
             build, seen = self._serving
-            if fingerprint != seen:
-                content = reference.content()
-                if content != build.content:
-                    build = build_for(reference, self.options, content, changed=changed or build is not UNBUILT)
-                self._serving = (build, fingerprint)
-                self._start_upgrade()
-            return build
+            if fingerprint == seen:
+                return build
+            content = reference.content()
+            if content != build.content:
+                build = build_for(reference, self.options, content, changed=changed or build is not UNBUILT)
+            self._serving = (build, fingerprint)
+        self._follow(build)
+        return build
 
-    def _start_upgrade(self) -> None:
-        """Finish the serving build on a thread of its own if it is not final (caller holds the
-        rebuild lock). Not a daemon, as the preparation thread is not (`tokbackend.build`)."""
-        build = self._serving[0]
-        if build.final:
-            return
-        upgrading = self._upgrading
-        if upgrading is not None and upgrading[0] is build and upgrading[2] == os.getpid():
-            return  # already being finished
-        watch_exit()
-        thread = threading.Thread(target=self._upgrade, args=(build,), name="tokbackend-upgrade")
-        self._upgrading = (build, thread, os.getpid())
-        thread.start()
+    def _follow(self, build: Build) -> None:
+        """Have an early start's build swapped for its successor once that is finished, by the
+        worker that finishes it (a process that makes no more calls shows it final as well)."""
+        if not build.final and not build.next.follow(self._finish):
+            self._finish(build.next)  # finished already
 
-    def _resume_upgrade(self) -> None:
-        """In a child started by fork while the build was being finished: finish it here."""
+    def _finish(self, successor: Successor) -> None:
+        """Swap in what `successor` (finished) made, if the build it finishes still serves: a
+        change to the tokenizer meanwhile wins."""
+        final = successor.result() if successor.exception() is None else None  # raised: logged there
         with self._rebuild_lock:
-            self._start_upgrade()
-
-    def _upgrade(self, build: Build) -> None:
-        started = time.perf_counter()
-        self._wait_for_a_pause()
-        if exiting():  # the process is exiting: nothing would serve with it
-            return
-        final = build.finishing.result(build, self.options, self.model)
-        with self._rebuild_lock:
-            if self._serving[0] is not build:
-                return  # the tokenizer changed meanwhile: a newer build serves
+            build = self._serving[0]
+            if build.next is not successor or final is None or final is build:
+                return  # a newer build serves, or nothing follows (the process exits)
             self._serving = (final, self._serving[1])
-            self.upgrade_seconds = time.perf_counter() - started
+            self.upgrade_seconds = successor.seconds
         logger.info("%s: start-up build finished in %.1f s: %s", self.model, self.upgrade_seconds, self.describe())
-
-    def _wait_for_a_pause(self) -> None:
-        """Until no call has run for UPGRADE_PAUSE_S (counting from now: accelerate() has just
-        returned, its first calls are coming; a long call in flight, such as a burst's batch, is
-        no pause), or UPGRADE_PATIENCE_S have passed."""
-        began = _now()
-        while True:
-            now = _now()
-            quiet = 0.0 if self._in_flight else now - max(self._last_call, began)
-            if quiet >= UPGRADE_PAUSE_S or now - began >= UPGRADE_PATIENCE_S or exiting():
-                return
-            _sleep(min(UPGRADE_PAUSE_S - quiet, UPGRADE_PATIENCE_S - (now - began)))
 
     # -- answering ----------------------------------------------------------------------------
 
@@ -297,15 +260,16 @@ class AccelerationState:
         if reference.fingerprint() != seen:
             build = self.rebuild(reference)
         if not build.final and not _noted:  # the finishing work waits while calls run
-            if self._upgrading is None or self._upgrading[2] != _pid():  # forked meanwhile
-                self._resume_upgrade()
-            self._last_call = _now()
-            self._in_flight.append(None)
+            successor = build.next
+            if successor.done():
+                self._finish(successor)
+                return self.answer(reference, texts, add_special_tokens, truncation, arrays, _noted=True)
+            successor.start()  # in a child forked before it finished: finished here
+            successor.arrive()
             try:
                 return self.answer(reference, texts, add_special_tokens, truncation, arrays, _noted=True)
             finally:
-                self._in_flight.pop()
-                self._last_call = _now()
+                successor.leave()
         if build.disabled_reason is not None:
             self.record_fallback(FallbackReason.FAST_PATH_DISABLED, texts=len(texts))
             return None
