@@ -65,6 +65,16 @@ def fast_tokenizer(model_name, hf_tokenizer, backend_name):
     return _accelerated[key]
 
 
+@pytest.fixture(autouse=True)
+def _fresh_server_process(monkeypatch):
+    """Each test starts as a fresh server process: it shares no build with a tokenizer an earlier
+    test accelerated for a server (`tokbackend.integrations.common`), which would hide what the
+    test plants."""
+    from tokbackend.integrations import common
+
+    monkeypatch.setattr(common, "_built", [])
+
+
 @pytest.fixture
 def fresh_pair():
     """An independent (hf, gigatoken-accelerated) Qwen3 pair for tests that add tokens or change state."""

@@ -315,6 +315,51 @@ def test_a_server_process_serves_with_the_final_build_and_says_so(qwen3, unseen_
     assert "not built: gigatoken" in line and "served while it loaded" not in line  # no bridge
 
 
+def test_a_second_load_in_a_server_process_shares_the_first_build(qwen3, unseen_pipeline, caplog):
+    """SGLang's scheduler loads the tokenizer twice (for itself and its model worker): the second
+    load serves with the first one's build rather than building it again on the way to /health,
+    but only where the two encode alike: an added token, or other options, build anew."""
+    from tokbackend.integrations.common import accelerate_for_server
+
+    flag = "--tokenizer-backend tokbackend-auto"
+    first = accelerate_for_server(qwen3, "qwen3", flag, "SGLang")
+    second = accelerate_for_server(tokbackend.load_hf("qwen3"), "qwen3", flag, "SGLang")
+    assert second is not first and second.tokbackend.build is first.tokbackend.build
+    line = _server_lines(caplog, "qwen3")[-1]
+    assert "the build of an earlier load in this process" in line
+    text = "Ready? 毕老师说 naïve 🤖 1234 <think>x</think>"
+    assert second.encode(text) == qwen3.encode(text) and second.tokbackend.stats()["fast_texts"] >= 1
+
+    changed = tokbackend.load_hf("qwen3")
+    changed.add_tokens(["<planted-tool>"])
+    third = accelerate_for_server(changed, "qwen3", flag, "SGLang")
+    assert third.tokbackend.build is not first.tokbackend.build
+    assert third.encode("a<planted-tool>b") == changed.encode("a<planted-tool>b") != qwen3.encode("a<planted-tool>b")
+    other = accelerate_for_server(tokbackend.load_hf("qwen3"), "qwen3", "--tokenizer-backend gigatoken", "SGLang")
+    assert other.tokbackend.build is not first.tokbackend.build and other.tokbackend.routing.lane.name == "gigatoken"
+
+
+def test_a_second_load_shares_nothing_where_the_vocabulary_differs(qwen3, unseen_pipeline):
+    """Planted: a tokenizer whose pipeline and added tokens are the earlier one's, with two
+    tokens' ids swapped in its vocabulary (what a build's content leaves out): built anew."""
+    import json
+
+    from tokenizers import Tokenizer
+
+    from tokbackend.integrations.common import accelerate_for_server
+
+    flag = "--tokenizer-backend tokbackend-fastokens"
+    first = accelerate_for_server(qwen3, "qwen3", flag, "SGLang")
+    data = json.loads(qwen3.backend_tokenizer.to_str())
+    vocab = data["model"]["vocab"]
+    vocab["hello"], vocab["world"] = vocab["world"], vocab["hello"]
+    swapped = copy.copy(qwen3)
+    swapped._tokenizer = Tokenizer.from_str(json.dumps(data))
+    second = accelerate_for_server(swapped, "qwen3", flag, "SGLang")
+    assert second.tokbackend.build is not first.tokbackend.build
+    assert second.encode("hello world") == swapped.encode("hello world") != qwen3.encode("hello world")
+
+
 def test_a_server_refuses_to_start_when_finishing_the_start_up_build_fails(qwen3, unseen_pipeline, failing_finish, monkeypatch):
     from tokbackend.integrations.common import ALLOW_FALLBACK_ENV, accelerate_for_server
 

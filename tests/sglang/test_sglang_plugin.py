@@ -59,6 +59,20 @@ def test_tokbackend_fastokens_serves_through_get_tokenizer(model_dir, plugins_lo
     assert [tokenizer.encode(text) for text in TEXTS] == [hf_reference.encode(text) for text in TEXTS]
 
 
+def test_a_second_get_tokenizer_in_one_process_shares_the_first_build(model_dir, plugins_loaded, hf_reference):
+    """SGLang's scheduler calls get_tokenizer for itself and for its model worker: the second
+    serves with the first one's build (no second backend load on the way to /health)."""
+    from sglang.srt.utils.hf_transformers.tokenizer import get_tokenizer
+
+    first = get_tokenizer(model_dir, tokenizer_backend="tokbackend-fastokens")
+    second = get_tokenizer(model_dir, tokenizer_backend="tokbackend-fastokens")
+    assert isinstance(second, AcceleratedTokenizerMixin) and second is not first
+    assert second.tokbackend.build is first.tokbackend.build
+    assert [second.encode(text) for text in TEXTS] == [hf_reference.encode(text) for text in TEXTS]
+    other = get_tokenizer(model_dir, tokenizer_backend="gigatoken")
+    assert other.tokbackend.build is not first.tokbackend.build
+
+
 def test_tokenizer_manager_tokenizes_a_batch_through_the_fast_path(tokenizer_manager, hf_reference):
     tokenizer = tokenizer_manager.tokenizer
     assert isinstance(tokenizer, AcceleratedTokenizerMixin)

@@ -8,6 +8,10 @@
   (`AccelerationOptions.early_start`: the exact guard of a pipeline without a record and auto's
   choice are made before `get_tokenizer` returns). One log line per process says what serves
   the tokenizer, and how long the build took.
+- One build per process and tokenizer: a process that loads the same tokenizer again (SGLang's
+  scheduler loads one for itself and one for its model worker) serves the second with the first
+  one's build, as a copy would (`tokbackend.tokenizer.accelerate_like`), rather than building it
+  again on the way to /health (4.5-5.1 s each for Qwen3.6 on the H200 host).
 - No silent downgrade: a model the fast path cannot serve, or an error while building it, stops
   the server with the reason, unless the environment variable TOKBACKEND_ALLOW_HF_FALLBACK=1
   asks to serve it with HF.
@@ -18,7 +22,9 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import threading
 import time
+import weakref
 
 from tokbackend.backends import BARE_FLAG_BACKENDS
 
@@ -28,6 +34,10 @@ ALLOW_FALLBACK_ENV = "TOKBACKEND_ALLOW_HF_FALLBACK"
 FLAG_PREFIX = "tokbackend-"
 # The value a server flag defaults to in our own helpers (`accelerate_for_sglang`).
 DEFAULT_FLAG_VALUE = BARE_FLAG_BACKENDS[0]
+# Tokenizers this process accelerated for a server, newest last (held weakly), which a later load
+# of the same tokenizer shares its build with (`accelerate_for_server`).
+_built: list[weakref.ref] = []
+_built_lock = threading.Lock()
 
 
 def flag_values() -> list[str]:
@@ -62,12 +72,25 @@ def accelerate_for_server(tokenizer, model: str, flag: str, server: str, *legacy
     allow_fallback = fallback_allowed(*legacy_fallback_variables)
     process = f"{multiprocessing.current_process().name} (pid {os.getpid()})"
     started = time.monotonic()
+    # No early start: the process waits for the final build either way, and an early one would
+    # first load a bridge backend that serves nothing here (measured on the H200 host, SGLang
+    # 0.5.16: its scheduler loads the tokenizer before the weights, so the wait is on the way to
+    # /health, not beside the weight load).
+    options = tokbackend.AccelerationOptions(allow_hf_fallback=allow_fallback, early_start=False)
+    options = options if backend is None else options.replace(backend=backend)
+    shared = _shared_build(tokenizer, options)
+    if shared is not None:
+        logger.warning(
+            "%s %s tokenizer for %s (the build of an earlier load in this process, shared in %.1f s): %s",
+            server,
+            process,
+            model,
+            time.monotonic() - started,
+            shared.tokbackend.describe(),
+        )
+        return shared
     try:
-        # No early start: the process waits for the final build either way, and an early one
-        # would first load a bridge backend that serves nothing here (measured on the H200 host,
-        # SGLang 0.5.16: its scheduler loads the tokenizer before the weights, so the wait is
-        # on the way to /health, not beside the weight load).
-        accelerated = tokbackend.accelerate(tokenizer, backend=backend, allow_hf_fallback=allow_fallback, early_start=False)
+        accelerated = tokbackend.accelerate(tokenizer, options=options)
     except (tokbackend.BackendUnavailableError, tokbackend.FastPathError, TypeError) as error:
         raise RuntimeError(
             f"tokbackend: {flag} cannot serve {model} in {server} process {process}: {error}. "
@@ -92,4 +115,22 @@ def accelerate_for_server(tokenizer, model: str, flag: str, server: str, *legacy
             f"tokbackend: {flag}: the fast path is off for {model} ({state.disabled_reason}); refusing to start "
             f"with a silent downgrade. Set {ALLOW_FALLBACK_ENV}=1 to serve it with HuggingFace."
         )
+    with _built_lock:  # only a build that start-up accepted is shared
+        _built[:] = [entry for entry in _built if entry() is not None]
+        _built.append(weakref.ref(accelerated))
     return accelerated
+
+
+def _shared_build(tokenizer, options):
+    """`tokenizer` accelerated with the build of a tokenizer this process accelerated earlier
+    with these options, where the two encode alike (`accelerate_like`); else None."""
+    from tokbackend.tokenizer import accelerate_like
+
+    with _built_lock:
+        earlier = [entry() for entry in reversed(_built)]
+    for candidate in earlier:
+        if candidate is not None and candidate.tokbackend.options == options:
+            shared = accelerate_like(tokenizer, candidate)
+            if shared is not None:
+                return shared
+    return None
