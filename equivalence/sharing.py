@@ -4,7 +4,8 @@ Each check takes an HF tokenizer and an accelerated one that share no Rust state
 calls on both, and returns None, or a line saying what differs:
 
 - `threads_with_truncation`: four threads truncating every call (vLLM's pattern) on long texts
-  HF must cut and texts holding a guarded code point, which the guard hands to HF internally;
+  HF must cut and texts holding a guarded code point, which the guard hands to HF internally
+  (each one new, so that no cache answers it instead);
 - `settings_left`: after each of a sequence of calls, the Rust tokenizer's truncation, padding
   and `encode_special_tokens`, and then `save_pretrained`'s tokenizer.json, byte for byte;
 - `length_warnings`: HF's once-per-object length warning, with HF's numbers, and none from
@@ -51,18 +52,24 @@ def settings_of(rust) -> tuple:
 
 
 def threads_with_truncation(hf, accelerated, guarded: str, calls_per_thread: int = 320) -> str | None:
-    texts = [text for seed in range(4) for text in (prompt_text(seed, 3000, "prose"), f"{guarded} {seed}")]
-    expected = [hf(text, truncation=True, max_length=16)["input_ids"] for text in texts]
+    """Every guarded text is one no call has sent before (its call's number in it), so that each
+    reaches HuggingFace through an internal call: a segment cache that kept HF's ids of a guarded
+    text would otherwise answer its repeats, and the internal calls a race needs would stop."""
+    long_texts = [prompt_text(seed, 3000, "prose") for seed in range(4)]
+    texts = [
+        [long_texts[(offset + call) % 4] if call % 2 == 0 else f"{guarded} {offset} {call}" for call in range(calls_per_thread)]
+        for offset in range(4)
+    ]
+    expected = [hf(worker_texts, truncation=True, max_length=16)["input_ids"] for worker_texts in texts]
     start, wrong, errors = threading.Barrier(4), [], []
 
     def worker(offset: int) -> None:
         start.wait()
         try:
-            for call in range(calls_per_thread):
-                index = (offset + call) % len(texts)
-                ids = accelerated(texts[index], truncation=True, max_length=16)["input_ids"]
-                if ids != expected[index]:
-                    wrong.append((index, len(ids)))
+            for call, text in enumerate(texts[offset]):
+                ids = accelerated(text, truncation=True, max_length=16)["input_ids"]
+                if ids != expected[offset][call]:
+                    wrong.append((text[:40], len(ids), len(expected[offset][call])))
         except BaseException as error:  # noqa: BLE001 - any error is a difference from HF
             errors.append(error)
 
@@ -76,8 +83,8 @@ def threads_with_truncation(hf, accelerated, guarded: str, calls_per_thread: int
     if errors:
         return f"4 threads truncating every call: {errors[0]!r}"
     if wrong:
-        index, length = wrong[0]
-        example = f"{length} ids for text {index}, HF's {len(expected[index])}"
+        text, length, theirs = wrong[0]
+        example = f"{length} ids for text {text!r}..., HF's {theirs}"
         return f"{len(wrong)} of {4 * calls_per_thread} truncating calls from 4 threads wrong (e.g. {example})"
     return None
 

@@ -480,11 +480,19 @@ def test_concurrent_processes_derive_once_and_share_the_record(tmp_path):
 
 
 def test_guarded_text_is_exact_and_counted(hf_tokenizer, fast_tokenizer):
-    text = MIXED_TEXTS[-1]
-    assert fast_tokenizer.tokbackend.guard.needs_hf(text)
-    before = fast_tokenizer.tokbackend.stats()["fallbacks"].get("unicode_guard", 0)
-    assert fast_tokenizer(MIXED_TEXTS)["input_ids"] == [hf_tokenizer.encode(t) for t in MIXED_TEXTS]
-    assert fast_tokenizer.tokbackend.stats()["fallbacks"]["unicode_guard"] == before + 1
+    """A guarded text no call sent before goes to HF and is counted once per text. Its repeats
+    are exact whether HF answers them again or the segment cache with the HF ids it kept (this
+    shared tokenizer's cache may be stepping aside; `test_segments.py` counts the cache's reuse)."""
+    texts = [*MIXED_TEXTS[:-1], MIXED_TEXTS[-1] + " (test_guarded_text_is_exact_and_counted)"]
+    assert fast_tokenizer.tokbackend.guard.needs_hf(texts[-1])
+    fallbacks = lambda: fast_tokenizer.tokbackend.stats()["fallbacks"].get("unicode_guard", 0)  # noqa: E731
+    before = fallbacks()
+    expected = [hf_tokenizer.encode(text) for text in texts]
+    assert fast_tokenizer(texts)["input_ids"] == expected
+    assert fallbacks() == before + 1
+    for repeat in range(3):
+        assert fast_tokenizer(texts)["input_ids"] == expected
+        assert before + 1 <= fallbacks() <= before + 2 + repeat
 
 
 def test_guard_is_cheap_to_skip_for_ascii_and_flags_only_divergent_code_points(fast_tokenizer):
