@@ -554,6 +554,7 @@ def guarded_code_points(tokenizer_json: str, count: int = 16) -> list[int]:
     """`count` code points spread over gigatoken's Unicode guard for this tokenizer (the guard
     of the bridge that serves auto's first seconds, and the larger one): its shipped or cached
     record, as accelerate() finds it."""
+    from equivalence.conversations import guarded_sample
     from tokbackend.cache import cache_dir
     from tokbackend.guard import guard_versions
     from tokbackend.guard.records import find_record, record_key
@@ -562,8 +563,7 @@ def guarded_code_points(tokenizer_json: str, count: int = 16) -> list[int]:
     record, _ = find_record(record_key(tokenizer_json, "gigatoken"), cache_dir(), guard_versions(("gigatoken",)))
     if record is None:
         raise RuntimeError("--guarded: no gigatoken guard record for this model with the installed versions")
-    code_points = sorted(from_ranges(record["code_points"]))
-    return code_points[:: max(1, len(code_points) // count)][:count]
+    return guarded_sample(from_ranges(record["code_points"]), count)[:count]
 
 
 def _agents_row(name: str, conversations: int, turns: int, guarded: bool = False) -> dict:
