@@ -485,7 +485,10 @@ def test_guarded_text_is_exact_and_counted(hf_tokenizer, fast_tokenizer):
     shared tokenizer's cache may be stepping aside; `test_segments.py` counts the cache's reuse)."""
     texts = [*MIXED_TEXTS[:-1], MIXED_TEXTS[-1] + " (test_guarded_text_is_exact_and_counted)"]
     assert fast_tokenizer.tokbackend.guard.needs_hf(texts[-1])
-    fallbacks = lambda: fast_tokenizer.tokbackend.stats()["fallbacks"].get("unicode_guard", 0)  # noqa: E731
+
+    def fallbacks() -> int:
+        return fast_tokenizer.tokbackend.stats()["fallbacks"].get("unicode_guard", 0)
+
     before = fallbacks()
     expected = [hf_tokenizer.encode(text) for text in texts]
     assert fast_tokenizer(texts)["input_ids"] == expected
