@@ -22,7 +22,6 @@ import concurrent.futures
 import logging
 import os
 import sys
-import threading
 import time
 import weakref
 from collections.abc import Callable
@@ -43,7 +42,7 @@ _now, _sleep = time.monotonic, time.sleep  # the clock of the wait for a pause (
 UPGRADE_PAUSE_S = 0.05
 UPGRADE_PATIENCE_S = 2.0
 
-_lock = threading.Lock()  # replaced by fork_safe_lock below
+_lock = fork_safe_lock(sys.modules[__name__], "_lock")
 _executor: concurrent.futures.ThreadPoolExecutor | None = None
 # successors not finished yet, which a forked child sets back to pending
 _unfinished: weakref.WeakSet[Successor] = weakref.WeakSet()
@@ -156,9 +155,6 @@ class Successor(concurrent.futures.Future):
             if quiet >= UPGRADE_PAUSE_S or now - began >= UPGRADE_PATIENCE_S or stop():
                 return
             _sleep(min(UPGRADE_PAUSE_S - quiet, UPGRADE_PATIENCE_S - (now - began)))
-
-
-_lock = fork_safe_lock(sys.modules[__name__], "_lock")
 
 
 def _after_fork_in_child() -> None:
