@@ -22,11 +22,12 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
-import threading
+import sys
 import time
 import weakref
 
 from tokbackend.backends import BARE_FLAG_BACKENDS
+from tokbackend.backends.forking import fork_safe_lock
 
 logger = logging.getLogger("tokbackend")
 
@@ -37,7 +38,7 @@ DEFAULT_FLAG_VALUE = BARE_FLAG_BACKENDS[0]
 # Tokenizers this process accelerated for a server, newest last (held weakly), which a later load
 # of the same tokenizer shares its build with (`accelerate_for_server`).
 _built: list[weakref.ref] = []
-_built_lock = threading.Lock()
+_built_lock = fork_safe_lock(sys.modules[__name__], "_built_lock")
 
 
 def flag_values() -> list[str]:
