@@ -11,6 +11,7 @@ import pytest
 
 import tokbackend
 from equivalence.sharing import length_warnings, settings_left, settings_of, threads_with_truncation
+from tokbackend.tokenizer import reference_of
 
 # fastokens' guard hands `ſ` (U+017F) to HuggingFace: the internal call the fuzzer caught
 GUARDED = "a \u017f b"
@@ -53,6 +54,20 @@ def test_settings_a_loaded_tokenizer_carries_survive_accelerate(plain):
     accelerated = tokbackend.accelerate(accelerated_from, "fastokens")
     assert settings_of(accelerated.backend_tokenizer) == settings_of(hf.backend_tokenizer)
     assert accelerated.backend_tokenizer.to_str() == hf.backend_tokenizer.to_str()
+
+
+def test_the_rust_ids_of_an_early_screen_are_hfs_and_leave_the_settings_as_they_were(plain):
+    """An early start's screen reads the Rust tokenizer directly (`rust_ids`): with truncation
+    and padding on it, as a tokenizer.json may carry them, its ids are still the untruncated
+    ones HF's plain call gives, and the settings stay what they were."""
+    hf, accelerated = _independent(plain)
+    accelerated.backend_tokenizer.enable_truncation(8)
+    accelerated.backend_tokenizer.enable_padding(length=12)
+    before = settings_of(accelerated.backend_tokenizer)
+    texts = ["a longer text than eight tokens, cut by the truncation it carries", "naïve café 123"]
+    reference = reference_of(accelerated)
+    assert reference.rust_ids(texts) == [hf.encode(text, add_special_tokens=False) for text in texts]
+    assert settings_of(accelerated.backend_tokenizer) == before
 
 
 @pytest.mark.parametrize("backend", ["fastokens", "gigatoken"])

@@ -25,6 +25,12 @@ class Reference(Protocol):
         """HuggingFace's own ids for plain texts, as its `_encode_plus` gives them."""
         ...
 
+    def rust_ids(self, texts: list[str]) -> list[list[int]]:
+        """The ids of HuggingFace's Rust tokenizer for plain texts, no special tokens added: what
+        a guard's derivation compares a backend with (`tokbackend.guard.derive`), for an early
+        start's screen of this very tokenizer."""
+        ...
+
     def tokenizer_json(self) -> str:
         """The tokenizer.json of the tokenizer's current state."""
         ...

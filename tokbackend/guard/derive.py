@@ -66,7 +66,8 @@ def _hf_encoder(tokenizer_json: str):
     tokenizer.no_padding()
 
     def encode_batch(texts: list[str]) -> list[list[int]]:
-        return [encoding.ids for encoding in tokenizer.encode_batch(texts, add_special_tokens=False)]
+        # no offsets: the same ids, a third sooner
+        return [encoding.ids for encoding in tokenizer.encode_batch_fast(texts, add_special_tokens=False)]
 
     return encode_batch
 

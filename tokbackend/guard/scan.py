@@ -10,11 +10,10 @@ points responsible. A derivation's meter (`tokbackend.guard.bound`) is checked b
 from __future__ import annotations
 
 import dataclasses
-import functools
 import time
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
-from tokbackend.backends.threads import OnItsOwnThread
 from tokbackend.guard.bound import DerivationMeter
 from tokbackend.guard.contexts import ScanContext
 
@@ -119,30 +118,29 @@ def scan(
     divergent: dict[str, dict[ScanContext, list[int]]] = {name: {} for name in candidates}
     groups = [code_points[start : start + _PER_STRING] for start in range(0, len(code_points), _PER_STRING)]
     per_batch = BATCH // _PER_STRING
-    for index, context in enumerate(contexts):
-        found: dict[str, list[int]] = {name: [] for name in candidates}
-        for start in range(0, len(groups), per_batch):
-            batch = groups[start : start + per_batch]
-            strings = ["\n".join(context.format(chr(code_point)) for code_point in group) for group in batch]
-            # the candidates encode on threads of their own while the reference does: both sides
-            # release the GIL inside their libraries (a start-up screen took 0.13 s one after the other)
-            answers = {
-                name: OnItsOwnThread(functools.partial(candidate, strings), "tokbackend-scan")
-                for name, candidate in candidates.items()
-            }
-            expected = reference(strings)
-            for name, candidate in candidates.items():
-                for group, left, right in zip(batch, expected, answers[name].result()):
-                    if left != right:
-                        found[name].extend(_culprits(reference, candidate, group, context))
-            if meter is not None:
-                meter.check(
-                    f"context {index + 1} of {len(contexts)} ({context.template!r}), a scan of {len(code_points)} code points"
-                )
-        for name in candidates:
-            divergent[name][context] = found[name]
-        if progress is not None:
-            progress(context)
+    # the candidates encode on threads of their own while the reference does: both sides release
+    # the GIL inside their libraries (a start-up screen took 0.13 s one after the other). One
+    # thread a candidate for the whole scan, not one a batch: a start-up screen is 20 batches.
+    with ThreadPoolExecutor(max_workers=len(candidates) or 1, thread_name_prefix="tokbackend-scan") as threads:
+        for index, context in enumerate(contexts):
+            found: dict[str, list[int]] = {name: [] for name in candidates}
+            for start in range(0, len(groups), per_batch):
+                batch = groups[start : start + per_batch]
+                strings = ["\n".join(context.format(chr(code_point)) for code_point in group) for group in batch]
+                answers = {name: threads.submit(candidate, strings) for name, candidate in candidates.items()}
+                expected = reference(strings)
+                for name, candidate in candidates.items():
+                    for group, left, right in zip(batch, expected, answers[name].result()):
+                        if left != right:
+                            found[name].extend(_culprits(reference, candidate, group, context))
+                if meter is not None:
+                    meter.check(
+                        f"context {index + 1} of {len(contexts)} ({context.template!r}), a scan of {len(code_points)} code points"
+                    )
+            for name in candidates:
+                divergent[name][context] = found[name]
+            if progress is not None:
+                progress(context)
     seconds = time.perf_counter() - started
     return {name: ScanReport(found, len(code_points), seconds) for name, found in divergent.items()}
 

@@ -155,7 +155,7 @@ def _qualify(
 ) -> tuple[Lane | str, float]:
     """(the candidate's lane, or why it does not qualify; seconds spent probing)."""
     try:
-        lane = build_lane(name, tokenizer_json, options, early=early, hf_ids=reference.hf_ids)
+        lane = build_lane(name, tokenizer_json, options, early=early, reference=reference)
     except (BackendUnavailableError, GuardUnavailableError, ImportError) as error:
         return f"{type(error).__name__}: {error}", 0.0
     if not options.probe:

@@ -102,18 +102,18 @@ class Routing:
 
 
 def build_lane(
-    name: str, tokenizer_json: str, options: AccelerationOptions, early: bool = False, hf_ids: HFIds | None = None
+    name: str, tokenizer_json: str, options: AccelerationOptions, early: bool = False, reference: Reference | None = None
 ) -> Lane:
     """Build backend `name` for this tokenizer.json, bounded by the cache budget where its
     caches never shrink, with its guard. Raises BackendUnavailableError, GuardUnavailableError.
     `early`: a guard that must be derived is provisional (`finish_lane` derives it), and its
-    screen may run on `hf_ids` (HuggingFace's ids for this tokenizer) and the lane's backend.
+    screen may run on `reference` (the ids of this tokenizer's Rust tokenizer) and the lane's backend.
 
     The backend loads on a thread of its own while the guard is found or derived: both loads
     release the GIL (fastokens' `from_json_str` measured; 1.2 s for Qwen3), and a derivation
     builds an instance of its own, so a pipeline without a record pays for one load, not two.
     Where the guard must be derived and `options.probe`, the loaded backend is first probed on
-    ASCII (`ascii_probe`) against `hf_ids`: one wrong there is refused in milliseconds, where its
+    ASCII (`ascii_probe`) against HuggingFace's ids: one wrong there is refused in milliseconds, where its
     derivation would find nearly every code point divergent and scan them all (2,279 s for a
     changed tokenizer in one `tokbackend verify`), to be refused by the probe after it. Without
     the probe the derivation refuses such a backend itself, and any derivation stops past
@@ -129,7 +129,7 @@ def build_lane(
     loading = OnItsOwnThread(load, "tokbackend-backend-load")
 
     def wrong_on_ascii() -> str | None:
-        mismatch = ascii_probe(loading.result(), hf_ids).mismatch
+        mismatch = ascii_probe(loading.result(), reference.hf_ids).mismatch
         if mismatch is None:
             return None
         return (
@@ -147,8 +147,8 @@ def build_lane(
             guard_mode,
             cache_dir(),
             early=early,
-            served=None if hf_ids is None else (hf_ids, lambda texts: loading.result().encode_batch(texts)),
-            refuses=wrong_on_ascii if options.probe and hf_ids is not None else None,
+            served=None if reference is None else (reference.rust_ids, lambda texts: loading.result().encode_batch(texts)),
+            refuses=wrong_on_ascii if options.probe and reference is not None else None,
         )
     except BaseException:
         loading.result()  # a backend that cannot load is the clearer cause: raise that first

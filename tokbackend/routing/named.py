@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 def named_routing(reference: Reference, tokenizer_json: str, options: AccelerationOptions, model: str) -> tuple[Routing, float]:
     """(the routing, seconds spent probing); raises NoExactBackend."""
     try:
-        lane = build_lane(options.backend, tokenizer_json, options, early=options.starts_early, hf_ids=reference.hf_ids)
+        lane = build_lane(options.backend, tokenizer_json, options, early=options.starts_early, reference=reference)
     except BackendUnavailableError as error:
         raise NoExactBackend(Shortfall.UNAVAILABLE, str(error)) from error
     except GuardUnavailableError as error:
