@@ -13,32 +13,38 @@ the tokenizer. Pickles and deep copies hold a plain list, as HF's do.
 
 from __future__ import annotations
 
-import threading
+import sys
 from collections.abc import Callable
 from typing import Any
 
+from tokbackend.backends.forking import fork_safe_lock
 from tokbackend.hf_import import without_the_torch_advisory
 
 with without_the_torch_advisory():
     from transformers.tokenization_utils_base import BatchEncoding
 
 
+# Held only to put computed Encodings in place, never around `compute()` (HF's own encode): two
+# threads reading one result at once may both compute it, and the first to finish fills it.
+_filling_lock = fork_safe_lock(sys.modules[__name__], "_filling_lock")
+
+
 class LazyEncodings(list):
     """A list of Encodings that `compute()` gives on first use; see the module docstring."""
 
-    __slots__ = ("_compute", "_lock")
+    __slots__ = ("_compute",)
 
     def __init__(self, compute: Callable[[], list]) -> None:
         super().__init__()
         self._compute: Callable[[], list] | None = compute
-        self._lock = threading.Lock()
 
     def filled(self) -> LazyEncodings:
-        if self._compute is not None:
-            with self._lock:
-                compute = self._compute
-                if compute is not None:
-                    list.extend(self, compute())
+        compute = self._compute
+        if compute is not None:
+            encodings = compute()  # the same Encodings however often: the call as it was made
+            with _filling_lock:
+                if self._compute is not None:
+                    list.extend(self, encodings)
                     self._compute = None
         return self
 
