@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
@@ -64,6 +64,11 @@ def panics_as_errors(library: str) -> Iterator[None]:
         if is_rust_panic(error):
             raise BackendPanicError(f"{library} panicked while encoding: {error}") from None
         raise
+
+
+# texts -> one id list each: a backend's `encode_batch`, HuggingFace's ids for them (the answer
+# every backend must match), either side of a guard's scan
+BatchEncoder = Callable[[list[str]], list[list[int]]]
 
 
 @runtime_checkable

@@ -43,12 +43,13 @@ import datetime
 import time
 from collections.abc import Callable
 
+from tokbackend.backends.base import BatchEncoder
 from tokbackend.guard.bound import UNBOUNDED, DerivationBudget, DerivationMeter, GuardUnavailableError
 from tokbackend.guard.boundaries import boundary_tokenizer_json
 from tokbackend.guard.candidates import FIXED_PLANES_STRIDE, candidate_runs, representatives, run_around, sample
 from tokbackend.guard.contexts import ScanContext, derive_contexts
 from tokbackend.guard.records import RECORD_FORMAT, RecordKey, describe_pipeline
-from tokbackend.guard.scan import BatchEncoder, ScanReport, plane_code_points, ranges, scan
+from tokbackend.guard.scan import ScanReport, plane_code_points, ranges, scan
 
 FULL_PLANES = (0, 1, 2, 3, 14)
 SCREENED_PLANES = (4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15, 16)

@@ -14,10 +14,9 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
+from tokbackend.backends.base import BatchEncoder
 from tokbackend.guard.bound import DerivationMeter
 from tokbackend.guard.contexts import ScanContext
-
-BatchEncoder = Callable[[list[str]], list[list[int]]]
 
 _PER_STRING = 64
 # Code points per batch call: a derivation's budget is checked between two (one batch in one

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from tokbackend.backends import EncodeBackend, backend_class
 from tokbackend.backends.arrays import encode_array, encode_batch_arrays
+from tokbackend.backends.base import BatchEncoder
 from tokbackend.backends.renewal import RenewingBackend
 from tokbackend.backends.threads import OnItsOwnThread
 from tokbackend.cache import cache_dir
@@ -28,9 +29,6 @@ if TYPE_CHECKING:
     from tokbackend.reference import Reference
 
 logger = logging.getLogger("tokbackend")
-
-# texts -> HuggingFace's ids for them (the reference every lane must match)
-HFIds = Callable[[list[str]], list[list[int]]]
 
 # Up to this many texts of a `one_by_one` call (the pieces a segment-cache request misses) are
 # encoded one by one with single-text calls rather than as a batch: they are typically one long
@@ -73,7 +71,7 @@ class Routing:
         return {"backend": self.lane.name, "reason": self.reason}
 
     def encode(
-        self, texts: list[str], hf_ids: HFIds, one_by_one: bool = False, arrays: bool = False
+        self, texts: list[str], hf_ids: BatchEncoder, one_by_one: bool = False, arrays: bool = False
     ) -> tuple[list[list[int]] | list[array], set[int]]:
         """(ids of each text, indexes of the texts the Unicode guard sent to HuggingFace): the
         lane's backend answers the others, in one batch call, or one single-text call each for

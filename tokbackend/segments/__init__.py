@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from tokbackend.segments.assembly import HFIds, encode_through_cache
+from tokbackend.backends.base import BatchEncoder
+from tokbackend.segments.assembly import encode_through_cache
 from tokbackend.segments.cache import DEFAULT_SEGMENT_CACHE_MIB, SegmentCache
 from tokbackend.segments.splitter import AddedTokenSplitter, Piece, text_of
 
@@ -43,7 +44,7 @@ _PREMISE_TEMPLATES = (
 )
 
 
-def segments_for(tokenizer_json: str, budget_mib: int, steps_aside: bool, hf_ids: HFIds) -> Segments | str:
+def segments_for(tokenizer_json: str, budget_mib: int, steps_aside: bool, hf_ids: BatchEncoder) -> Segments | str:
     """A fresh cache for this tokenizer's added tokens, or why it cannot be used: the split cannot
     be reproduced, or its premise does not hold for this pipeline (`premise_fails`)."""
     splitter = AddedTokenSplitter.for_tokenizer_json(tokenizer_json)
@@ -55,7 +56,7 @@ def segments_for(tokenizer_json: str, budget_mib: int, steps_aside: bool, hf_ids
     return Segments(splitter, SegmentCache(budget_mib << 20, steps_aside))
 
 
-def premise_fails(splitter: AddedTokenSplitter, hf_ids: HFIds) -> str | None:
+def premise_fails(splitter: AddedTokenSplitter, hf_ids: BatchEncoder) -> str | None:
     """Why HuggingFace's ids of a text are not its pieces' ids, each piece encoded alone, and its
     added tokens' ids, concatenated (the segment cache's and the prefix memo's premise); None
     when they are on every premise text.

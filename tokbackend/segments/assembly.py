@@ -7,25 +7,22 @@ routing, stores what the doorkeeper admits, and concatenates.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Protocol
 
+from tokbackend.backends.base import BatchEncoder
 from tokbackend.segments.cache import Prefix, SegmentCache
 from tokbackend.segments.splitter import AddedTokenSplitter, Piece, text_of
-
-# texts -> HuggingFace's ids of each
-HFIds = Callable[[list[str]], list[list[int]]]
 
 
 class PieceEncoder(Protocol):
     """What the cache asks of a routing (`tokbackend.routing.Routing`, which sits above it): ids
     of the pieces it misses, and the indexes of those its Unicode guard sent to `hf_ids`."""
 
-    def encode(self, texts: list[str], hf_ids: HFIds, one_by_one: bool = False) -> tuple[list[list[int]], set[int]]: ...
+    def encode(self, texts: list[str], hf_ids: BatchEncoder, one_by_one: bool = False) -> tuple[list[list[int]], set[int]]: ...
 
 
 def encode_through_cache(
-    texts: list[str], splitter: AddedTokenSplitter, cache: SegmentCache, routing: PieceEncoder, hf_ids: HFIds
+    texts: list[str], splitter: AddedTokenSplitter, cache: SegmentCache, routing: PieceEncoder, hf_ids: BatchEncoder
 ) -> tuple[list[list[int]], int]:
     """(ids of each text, how many of the texts HuggingFace answered in part): the missed pieces
     go through `routing.encode` (its Unicode guard hands some to `hf_ids`)."""
