@@ -221,6 +221,34 @@ def test_a_child_forked_while_another_thread_is_inside_hfs_call_can_call_hf(fres
     assert got == expected
 
 
+def _own_resident_bytes(queue) -> None:
+    from tokbackend.backends.renewal import resident_bytes
+
+    held = b"\x01" * (256 << 20)  # written, so resident: the child is 256 MiB larger than its parent
+    with open("/proc/self/statm") as statm:  # opened here, so the child's own
+        fresh = int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    queue.put((resident_bytes(), fresh, len(held)))
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="reads /proc")
+def test_a_forked_child_measures_its_own_memory_for_the_renewal_budget():
+    """The renewal budget reads resident memory through a kept /proc/self/statm descriptor, which
+    names the process that opened it: a forked child must not go on reading its parent's (a
+    memory bound that never sees the child's growth). The fork hook drops the parent's."""
+    from tokbackend.backends.renewal import resident_bytes
+
+    assert resident_bytes() is not None  # the descriptor is open in the parent at the fork
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    child = context.Process(target=_own_resident_bytes, args=(queue,))
+    child.start()
+    try:
+        measured, fresh, held = queue.get(timeout=90)
+    finally:
+        child.join(timeout=30)
+    assert abs(measured - fresh) < held // 4, f"the child read {measured >> 20} MiB, its own statm {fresh >> 20} MiB"
+
+
 # -- calls during a rebuild --------------------------------------------------------------------
 
 

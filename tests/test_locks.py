@@ -3,7 +3,8 @@
 A lock another thread holds at `os.fork()` stays held in the child forever (that thread does not
 exist there). `tokbackend.backends.forking.fork_safe_lock` is the one way to make a lock; the only
 other is a lock made again in the child, by a function the module's own after-fork hook calls
-(`SettingsGate._open`). Read from the source, so a plain lock added anywhere fails here.
+(`SettingsGate._open`; hooks are registered with `forking.after_fork_in_child`, the package's one
+`os.register_at_fork`). Read from the source, so a plain lock added anywhere fails here.
 Events are left out: no caller holds one, they are set and waited on.
 """
 
@@ -28,16 +29,13 @@ def _called_names(function: ast.AST) -> set[str]:
 
 
 def _remade_after_fork(tree: ast.Module) -> set[str]:
-    """The functions the module's after-fork hooks call (`os.register_at_fork(after_in_child=...)`)."""
-    functions = {node.name: node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}
-    hooks = {
-        keyword.value.id
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "register_at_fork"
-        for keyword in node.keywords
-        if keyword.arg == "after_in_child" and isinstance(keyword.value, ast.Name)
-    }
-    return {name for hook in hooks if hook in functions for name in _called_names(functions[hook])}
+    """The functions the module's after-fork hooks call (those `@after_fork_in_child` decorates)."""
+
+    def is_hook(decorator: ast.expr) -> bool:
+        return getattr(decorator, "id", getattr(decorator, "attr", None)) == "after_fork_in_child"
+
+    hooks = [node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef) and any(map(is_hook, node.decorator_list))]
+    return {name for hook in hooks for name in _called_names(hook)}
 
 
 def plain_locks(source: str, where: str) -> list[str]:
@@ -76,8 +74,9 @@ def test_every_lock_in_the_package_is_fork_safe():
 def test_a_plain_lock_is_found_and_one_remade_after_a_fork_is_not():
     planted = textwrap.dedent(
         """
-        import os, threading
+        import threading
         from threading import RLock
+        from tokbackend.backends.forking import after_fork_in_child
 
         class Cache:
             def __init__(self):
@@ -88,13 +87,23 @@ def test_a_plain_lock_is_found_and_one_remade_after_a_fork_is_not():
             def _open(self):
                 self.condition = threading.Condition(threading.Lock())
 
+        @after_fork_in_child
         def _after_fork_in_child():
             GATE._open()
-
-        os.register_at_fork(after_in_child=_after_fork_in_child)
         """
     )
     assert plain_locks(planted, "planted.py") == [
-        "planted.py:7 threading.Lock() in __init__",
-        "planted.py:8 threading.RLock() in __init__",
+        "planted.py:8 threading.Lock() in __init__",
+        "planted.py:9 threading.RLock() in __init__",
     ]
+
+
+def test_only_the_fork_module_hooks_fork():
+    """One after-fork hook: a module that needs something reset in a forked child registers it with
+    `forking.after_fork_in_child` (run after the locks are fresh), never a hook of its own."""
+    hooking = sorted(
+        str(path.relative_to(PACKAGE.parent))
+        for path in PACKAGE.rglob("*.py")
+        if "register_at_fork" in path.read_text() and path != FACTORY
+    )
+    assert hooking == []

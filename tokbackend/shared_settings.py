@@ -26,14 +26,13 @@ of them is applied over its settings when the accelerated object is next read.
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 import threading
 import weakref
 from collections.abc import Iterator
 from typing import Any
 
-from tokbackend.backends.forking import fork_safe_lock
+from tokbackend.backends.forking import after_fork_in_child, fork_safe_lock
 
 # (truncation, padding, encode_special_tokens) as the Rust tokenizer reports them
 Settings = tuple[Any, Any, bool]
@@ -171,13 +170,10 @@ _registry_lock = fork_safe_lock(sys.modules[__name__], "_registry_lock")
 _gates: dict[int, tuple[SettingsGate, weakref.WeakSet]] = {}
 
 
+@after_fork_in_child
 def _after_fork_in_child() -> None:
     for gate, _ in list(_gates.values()):
         gate._open()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def gate_of(rust: Any, owner: object) -> SettingsGate:

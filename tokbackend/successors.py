@@ -11,16 +11,16 @@ counted over every state serving it), since it holds the GIL for long stretches.
   `tokbackend.backends.exiting` has turned `exiting()` on, so work not begun is skipped and the
   wait for a pause ends (`exiting.watch_exit` keeps that order).
 - A fork: the child has no executor (its thread stayed in the parent). Every successor not
-  finished at the fork is set back to pending there, and the child's first call on the build,
-  or `wait_until_final`, submits it to an executor of the child's own: a child forked while
-  the parent was finishing the build finishes it itself.
+  finished at the fork is set back to pending there (an after-fork hook,
+  `tokbackend.backends.forking`), and the child's first call on the build, or
+  `wait_until_final`, submits it to an executor of the child's own: a child forked while the
+  parent was finishing the build finishes it itself.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
 import logging
-import os
 import sys
 import time
 import weakref
@@ -28,11 +28,10 @@ from collections.abc import Callable
 from typing import Any
 
 from tokbackend.backends.exiting import watch_exit
-from tokbackend.backends.forking import fork_safe_lock
+from tokbackend.backends.forking import after_fork_in_child, fork_safe_lock
 
 logger = logging.getLogger("tokbackend")
 
-_pid = os.getpid
 _now, _sleep = time.monotonic, time.sleep  # the clock of the wait for a pause (tests run it by hand)
 
 # An early start's finishing work holds the GIL for long stretches (fastokens' load of a large
@@ -57,7 +56,7 @@ class Successor(concurrent.futures.Future):
     def __init__(self, work: Callable[[Successor], Any]) -> None:
         super().__init__()
         self._work = work
-        self._submitted_in: int | None = None  # the process that submitted it
+        self._submitted = False  # to this process's executor (a forked child's hook resets it)
         self._submitted_at = 0.0
         self._value: object = _UNSET  # what it finished with, kept for a child forked mid-set_result
         self.seconds: float | None = None
@@ -71,11 +70,10 @@ class Successor(concurrent.futures.Future):
 
     def start(self) -> None:
         """Submit the work in this process, unless submitted here already or finished."""
-        if self._submitted_in == _pid():
+        if self._submitted:
             return
         with _lock:
-            pid = _pid()
-            if self._submitted_in == pid or self.done():
+            if self._submitted or self.done():
                 return
             global _executor
             if _executor is None:
@@ -85,7 +83,7 @@ class Successor(concurrent.futures.Future):
                 _executor.submit(self._run)
             except RuntimeError:  # the interpreter is exiting: nothing would serve with it
                 return
-            self._submitted_in, self._submitted_at = pid, time.perf_counter()
+            self._submitted, self._submitted_at = True, time.perf_counter()
 
     def _run(self) -> None:
         if not self.set_running_or_notify_cancel():
@@ -127,7 +125,7 @@ class Successor(concurrent.futures.Future):
         """In a child forked before this finished: pending again (the thread running it stayed
         in the parent), or finished with what the parent had just finished it with."""
         concurrent.futures.Future.__init__(self)  # a fresh condition: the parent's may be held
-        self._submitted_in = None
+        self._submitted = False
         self._in_flight = []  # the parent's calls in flight are not the child's
         if self._value is not _UNSET:
             self.set_result(self._value)
@@ -157,12 +155,9 @@ class Successor(concurrent.futures.Future):
             _sleep(min(UPGRADE_PAUSE_S - quiet, UPGRADE_PATIENCE_S - (now - began)))
 
 
+@after_fork_in_child
 def _after_fork_in_child() -> None:
     global _executor
     _executor = None  # its thread stayed in the parent
     for successor in list(_unfinished):
         successor._rearm()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)

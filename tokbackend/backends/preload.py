@@ -20,6 +20,8 @@ import os
 import threading
 from collections.abc import Callable
 
+from tokbackend.backends.forking import before_fork
+
 PRELOAD_ENV = "TOKBACKEND_PRELOAD"
 _FORK_WAIT_S = 5.0
 
@@ -35,8 +37,7 @@ def start(then: Callable[[], None] | None = None) -> None:
     global _thread
     if os.environ.get(PRELOAD_ENV, "1") == "0" or _thread is not None:
         return
-    if hasattr(os, "register_at_fork"):
-        os.register_at_fork(before=lambda: wait(_FORK_WAIT_S))
+    before_fork(_wait_before_a_fork)
     _thread = threading.Thread(target=_run, args=(then,), name="tokbackend-preload")
     _thread.start()
 
@@ -54,6 +55,11 @@ def _run(then: Callable[[], None] | None) -> None:
     if then is not None:
         with contextlib.suppress(Exception):  # the same work is done, and fails loudly, where it is needed
             then()
+
+
+def _wait_before_a_fork() -> None:
+    # bounded: a fork from inside an import the thread waits for would otherwise never happen
+    wait(_FORK_WAIT_S)
 
 
 def started() -> bool:

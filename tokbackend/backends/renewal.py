@@ -30,22 +30,30 @@ from typing import Any
 from tokbackend.backends.arrays import encode_array, encode_batch_arrays
 from tokbackend.backends.base import EncodeBackend
 from tokbackend.backends.exiting import exiting
-from tokbackend.backends.forking import fork_safe_lock
+from tokbackend.backends.forking import after_fork_in_child, fork_safe_lock
 
 _PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
-_statm: dict[str, int | None] = {"pid": None, "fd": None}
+# a descriptor of this process's /proc/self/statm, opened on first use: /proc/self is resolved
+# when it is opened, so a forked child's copy would read the parent's (the hook below drops it)
+_statm: list[int] = []
 
 
 def resident_bytes() -> int | None:
     """This process's resident set size (~1.5 us: one pread of a kept /proc descriptor),
     or None where /proc is not available."""
-    pid = os.getpid()
     try:
-        if _statm["pid"] != pid:  # first call, or first call in a forked child
-            _statm["fd"], _statm["pid"] = os.open("/proc/self/statm", os.O_RDONLY), pid
-        return int(os.pread(_statm["fd"], 64, 0).split()[1]) * _PAGE_SIZE
+        if not _statm:
+            _statm.append(os.open("/proc/self/statm", os.O_RDONLY))
+        return int(os.pread(_statm[0], 64, 0).split()[1]) * _PAGE_SIZE
     except (OSError, ValueError, IndexError):
         return None
+
+
+@after_fork_in_child
+def _forget_the_parents_statm() -> None:
+    if _statm:
+        with contextlib.suppress(OSError):
+            os.close(_statm.pop())
 
 
 def _release_freed_memory() -> None:
