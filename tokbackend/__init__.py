@@ -55,10 +55,10 @@ def _first_build_imports() -> None:
     derivation, auto's routing, and the library versions guard records name."""
     import tokbackend.guard.derive  # noqa: F401
     import tokbackend.routing.auto  # noqa: F401
-    from tokbackend.backends import BUILTIN_BACKENDS, backend_class
+    from tokbackend.backends import BUILTIN_BACKENDS, versioned_libraries
     from tokbackend.guard import guard_versions
 
-    guard_versions(tuple(library for name in BUILTIN_BACKENDS for library in backend_class(name).versioned_libraries))
+    guard_versions(versioned_libraries(BUILTIN_BACKENDS))
 
 
 __all__ = [

@@ -116,14 +116,9 @@ def library_versions() -> dict[str, str | None]:
     HuggingFace's, each registered backend's (`versioned_libraries`), the gates' tools."""
     from importlib.metadata import PackageNotFoundError, version
 
-    from tokbackend.backends import available_backends, backend_class
+    from tokbackend.backends import available_backends, versioned_libraries
 
-    backend_libraries = []
-    for name in available_backends():
-        try:
-            backend_libraries.extend(backend_class(name).versioned_libraries)
-        except ImportError:
-            continue
+    backend_libraries = versioned_libraries(available_backends())
     versions: dict[str, str | None] = {}
     for library in dict.fromkeys(("tokbackend", "tokenizers", "transformers", *backend_libraries, "xgrammar", "hypothesis")):
         try:

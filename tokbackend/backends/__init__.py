@@ -8,6 +8,7 @@ that is already taken is refused loudly rather than silently replaced.
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 from importlib import import_module
 from importlib.metadata import entry_points
 
@@ -86,6 +87,23 @@ def backend_class(name: str) -> BackendClass:
     return factory
 
 
+def versioned_libraries(names: Iterable[str]) -> tuple[str, ...]:
+    """The libraries whose versions decide what the named backends encode (each class's
+    `versioned_libraries`), in order and once each; a backend whose library does not import
+    names none (it fails, loudly, where it is used).
+
+    >>> versioned_libraries(["hf", "gigatoken", "fastokens"])
+    ('gigatoken', 'fastokens')
+    """
+    libraries: dict[str, None] = {}
+    for name in names:
+        try:
+            libraries.update(dict.fromkeys(backend_class(name).versioned_libraries))
+        except ImportError:
+            continue
+    return tuple(libraries)
+
+
 def reference_backend() -> BackendClass:
     """The registered backend that is HuggingFace's own encoder (`is_reference`), for comparisons."""
     for name in available_backends():
@@ -106,4 +124,5 @@ __all__ = [
     "reference_backend",
     "register_backend",
     "reserve_name",
+    "versioned_libraries",
 ]

@@ -24,7 +24,7 @@ import functools
 import logging
 from typing import TYPE_CHECKING
 
-from tokbackend.backends import available_backends, backend_class
+from tokbackend.backends import available_backends, backend_class, versioned_libraries
 from tokbackend.backends.base import BackendUnavailableError
 from tokbackend.guard import GuardUnavailableError
 from tokbackend.probe import probe_lane
@@ -66,7 +66,7 @@ def choose_routing(reference: Reference, tokenizer_json: str, options: Accelerat
     choice is made on a background thread (the routing's `upgrade`), where it is not the one
     auto would try first."""
     order = candidates()
-    key = choices.choice_key(tokenizer_json, order, _libraries(order))
+    key = choices.choice_key(tokenizer_json, order, versioned_libraries(order))
     remembered = choices.remembered(key)
     if remembered is not None and remembered in order:
         order = [remembered, *(name for name in order if name != remembered)]
@@ -162,14 +162,3 @@ def _qualify(
         return lane, 0.0
     mismatch, seconds = probe_lane(lane, reference, model)
     return (lane if mismatch is None else mismatch), seconds
-
-
-def _libraries(names: list[str]) -> tuple[str, ...]:
-    """The libraries whose versions the candidates' exactness depends on."""
-    libraries: list[str] = []
-    for name in names:
-        try:
-            libraries.extend(backend_class(name).versioned_libraries)
-        except ImportError:
-            continue
-    return tuple(libraries)
