@@ -555,7 +555,7 @@ def guarded_code_points(tokenizer_json: str, count: int = 16) -> list[int]:
     of the bridge that serves auto's first seconds, and the larger one): its shipped or cached
     record, as accelerate() finds it."""
     from equivalence.conversations import guarded_sample
-    from tokbackend.cache import cache_dir
+    from tokbackend.cache_dir import cache_dir
     from tokbackend.guard import guard_versions
     from tokbackend.guard.records import find_record, record_key
     from tokbackend.guard.scan import from_ranges

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Literal
 
 from equivalence.corpus import prompt_text
 from equivalence.vocabularies import LLAMA3_SPLIT, O200K_SPLIT
-from tokbackend.cache import cache_dir
+from tokbackend.cache_dir import cache_dir
 from tokbackend.models.qwen import BUILTIN_MODELS, CHATML_TEMPLATE, NON_SPECIAL_ADDED_TOKENS, rank_file_path, write_tokenizer_dir
 
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from tokbackend.cache import cache_dir
+from tokbackend.cache_dir import cache_dir
 from tokbackend.models.qwen import BUILTIN_MODELS, QwenModelSpec, model_dir
 
 LLAMA3_SPLIT = (

@@ -15,7 +15,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "tokbackend"
 
 LAYERS = [
     # plain primitives: versions, paths, reading tokenizer.json, the backends below the cut
-    ["version", "cache", "package_data", "hf_import", "tokenizer_json", "models", "backends", "policy", "stats"],
+    ["version", "cache_dir", "package_data", "hf_import", "tokenizer_json", "models", "backends", "policy", "stats"],
     # what the backends are served with: the Unicode guard, the segment cache
     ["guard", "segments"],
     # what accelerate() was asked for; which backend answers what (the only place that knows
@@ -24,7 +24,7 @@ LAYERS = [
     # one build of the fast path and the state that serves with it
     ["successors", "build", "state"],
     # the HuggingFace-facing class, and what is built on it
-    ["watch", "shared_settings", "encoding", "tokenizer", "loading", "integrations", "verify", "cli", "__init__"],
+    ["watch", "shared_settings", "lazy_encodings", "tokenizer", "loading", "integrations", "verify", "cli", "__init__"],
 ]
 
 

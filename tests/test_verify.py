@@ -23,7 +23,7 @@ from tokenizers import normalizers
 
 import tokbackend
 from tokbackend import cli
-from tokbackend.cache import cache_dir
+from tokbackend.cache_dir import cache_dir
 from tokbackend.guard import guard_versions
 from tokbackend.guard.records import BAKED_RECORDS_ENV, find_record, record_key, write_record
 from tokbackend.guard.scan import from_ranges, ranges

@@ -177,7 +177,7 @@ def _hypothesis_storage_in_our_cache() -> None:
 
     from hypothesis.configuration import set_hypothesis_home_dir
 
-    from tokbackend.cache import cache_dir
+    from tokbackend.cache_dir import cache_dir
 
     if not os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
         set_hypothesis_home_dir(cache_dir() / "hypothesis")
@@ -222,7 +222,7 @@ def derive_guard(model: str, backend_name: str, output: str | None, full: bool =
 
     import tokbackend
     from tokbackend.backends import backend_class
-    from tokbackend.cache import cache_dir
+    from tokbackend.cache_dir import cache_dir
     from tokbackend.guard import GuardUnavailableError, UnicodeGuard, guard_versions
     from tokbackend.guard.bound import UNBOUNDED
     from tokbackend.guard.derive import derive_fast, derive_record

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tokbackend.cache import cache_dir
+from tokbackend.cache_dir import cache_dir
 from tokbackend.models.qwen import BUILTIN_MODELS, builtin_model_dir
 from tokbackend.options import AccelerationOptions
 from tokbackend.tokenizer import accelerate

@@ -28,7 +28,7 @@ from tokbackend import watch
 from tokbackend.backends import BackendUnavailableError
 from tokbackend.backends.arrays import ones_like
 from tokbackend.backends.forking import fork_safe_lock
-from tokbackend.encoding import lazy_batch_encoding
+from tokbackend.lazy_encodings import lazy_batch_encoding
 from tokbackend.models.qwen import builtin_name_of
 from tokbackend.options import AccelerationOptions
 from tokbackend.policy import FallbackReason, TokenizerDefaults, Truncation, fast_path_reason, truncation_of, unknown_kwargs

@@ -489,7 +489,7 @@ def _logs_kept():
 @contextlib.contextmanager
 def _scratch_cache():
     """tokbackend's cache directory (guard records, their locks) in a temporary directory meanwhile."""
-    from tokbackend.cache import CACHE_DIR_ENV
+    from tokbackend.cache_dir import CACHE_DIR_ENV
 
     previous = os.environ.get(CACHE_DIR_ENV)
     with tempfile.TemporaryDirectory(prefix="tokbackend-verify-") as scratch:

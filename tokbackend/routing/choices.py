@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from tokbackend import version
-from tokbackend.cache import cache_dir
+from tokbackend.cache_dir import cache_dir
 from tokbackend.guard import guard_versions, model_fingerprint
 
 logger = logging.getLogger("tokbackend")

@@ -19,7 +19,7 @@ from tokbackend.backends.arrays import encode_array, encode_batch_arrays
 from tokbackend.backends.base import BatchEncoder
 from tokbackend.backends.renewal import RenewingBackend
 from tokbackend.backends.threads import OnItsOwnThread
-from tokbackend.cache import cache_dir
+from tokbackend.cache_dir import cache_dir
 from tokbackend.guard import GuardUnavailableError, ProvisionalGuard, UnicodeGuard, load_guard
 from tokbackend.guard.scan import format_ranges
 from tokbackend.probe import ascii_probe, probe_lane
