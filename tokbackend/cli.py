@@ -215,19 +215,14 @@ def _progress_line(text: str) -> None:
 
 
 def derive_guard(model: str, backend_name: str, output: str | None, full: bool = False) -> int:
-    """`tokbackend guard`: derive and write a guard record per backend; one progress line.
-    Offline, so unbounded (`tokbackend.guard.bound.UNBOUNDED`), where accelerate() is not."""
-    import functools
+    """`tokbackend guard`: derive and write a guard record per backend
+    (`tokbackend.guard.offline`); one progress line."""
     from pathlib import Path
 
     import tokbackend
-    from tokbackend.backends import backend_class
     from tokbackend.cache_dir import cache_dir
-    from tokbackend.guard import GuardUnavailableError, UnicodeGuard, guard_versions
-    from tokbackend.guard.bound import UNBOUNDED
-    from tokbackend.guard.derive import derive_fast, derive_record
-    from tokbackend.guard.records import record_key, write_record
-    from tokbackend.guard.scan import format_ranges, from_ranges
+    from tokbackend.guard.offline import derive_records
+    from tokbackend.guard.scan import format_ranges
     from tokbackend.routing import AUTO
     from tokbackend.routing.auto import candidates
     from tokbackend.verify import EXIT_NOT_FOUND
@@ -237,35 +232,24 @@ def derive_guard(model: str, backend_name: str, output: str | None, full: bool =
     except tokbackend.ModelNotFoundError as error:
         print(error.cli_message, file=sys.stderr)
         return EXIT_NOT_FOUND
-    derive = derive_record if full else functools.partial(derive_fast, budget=UNBOUNDED)
-    for name in candidates() if backend_name == AUTO else [backend_name]:
-        kind = backend_class(name)
-        if not kind.needs_unicode_guard:
-            print(f"{model}, {name}: needs no guard")
-            continue
-        try:
-            record = derive(
-                tokenizer_json,
-                kind.guard_family,
-                lambda text, kind=kind: kind(text, kind.options_for_scanning()),
-                record_key(tokenizer_json, kind.guard_family),
-                guard_versions(tuple(kind.versioned_libraries)),
-                progress=lambda step, name=name: _progress_line(f"  {name}: {step}"),
-            )
-        except tokbackend.BackendUnavailableError as error:
-            _progress_line("")
-            print(f"{model}, {name}: cannot serve this model ({error}); no record", file=sys.stderr)
-            continue
-        except GuardUnavailableError as error:  # wrong on ASCII text: no guard can make it exact
-            _progress_line("")
-            print(f"{model}, {name}: not exact for this model ({error})", file=sys.stderr)
-            continue
+    backends = candidates() if backend_name == AUTO else [backend_name]
+    directory = Path(output) if output else cache_dir() / "guards"
+
+    def progress(name: str, step: str) -> None:
+        _progress_line(f"  {name}: {step}")
+
+    for derived in derive_records(tokenizer_json, backends, directory, full, progress):
         _progress_line("")
-        path = write_record(record, Path(output) if output else cache_dir() / "guards")
-        guard = UnicodeGuard(from_ranges(record["code_points"]), {**record, "path": str(path), "matched": "derived here"})
-        print(f"{model}, {name}: {record['derivation']} derivation in {record['scan_seconds']} s: {guard.describe()}")
-        print(f"  {format_ranges(guard.code_points)}")
-        print(f"  {record['scope']} record for {record['pipeline_description']}; versions {record['applies_to'][0]}; {path}")
+        name, record, guard = derived.backend, derived.record, derived.guard
+        if derived.problem is not None:
+            print(f"{model}, {name}: {derived.problem}", file=sys.stderr)
+        elif record is None:
+            print(f"{model}, {name}: needs no guard")
+        else:
+            print(f"{model}, {name}: {record['derivation']} derivation in {record['scan_seconds']} s: {guard.describe()}")
+            print(f"  {format_ranges(guard.code_points)}")
+            versions = record["applies_to"][0]
+            print(f"  {record['scope']} record for {record['pipeline_description']}; versions {versions}; {derived.path}")
     if output:
         print(f"serve with {BAKED_RECORDS_ENV}={Path(output).resolve()} so accelerate() finds it without a scan")
     return 0
