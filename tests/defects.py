@@ -167,6 +167,20 @@ class FastButWrong(HFBackend):
         return [self.encode(text) for text in texts]
 
 
+# -- start-up work ------------------------------------------------------------------------
+
+
+def finish_without_package_data(monkeypatch) -> None:
+    """Every guard derivation fails as in a wheel that lacks the package data it reads (the
+    Unicode history: FileNotFoundError), the failure the packaging issue met after start-up."""
+    from tokbackend.guard.derive import FastDerivation
+
+    def record(self, *args):
+        raise FileNotFoundError("planted: no Unicode history in this install")
+
+    monkeypatch.setattr(FastDerivation, "record", record)
+
+
 # -- guards --------------------------------------------------------------------------------
 
 

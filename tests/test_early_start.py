@@ -16,7 +16,7 @@ import threading
 import time
 
 import pytest
-from defects import DropsOnCombiningAcute
+from defects import DropsOnCombiningAcute, finish_without_package_data
 
 import tokbackend
 from equivalence.families import build_family
@@ -272,11 +272,7 @@ def test_the_guard_module_derives_nothing_with_a_record(qwen3, monkeypatch):
 def failing_finish(monkeypatch):
     """Planted: the background work of an early start raises, as it did where a wheel lacked
     the package data every derivation reads (FileNotFoundError)."""
-
-    def missing(self, *args):
-        raise FileNotFoundError("planted: no Unicode history in this install")
-
-    monkeypatch.setattr(FastDerivation, "record", missing)
+    finish_without_package_data(monkeypatch)
 
 
 @pytest.mark.parametrize("backend", ["gigatoken", "auto"])

@@ -17,6 +17,7 @@ from defects import (
     ForgetsAnswers,
     RestoresWithoutWaiting,
     encodings_of_the_current_state,
+    finish_without_package_data,
     internal_calls_warn,
 )
 from tokenizers import normalizers
@@ -262,15 +263,10 @@ def test_verify_exits_2_when_finishing_the_start_up_build_fails(backend, monkeyp
     """Planted: the background work of an early start raises (a pipeline no record covers, and
     a derivation that cannot read its package data). A deployment would serve HF from then on."""
     from tokbackend.guard import records
-    from tokbackend.guard.derive import FastDerivation
 
     monkeypatch.setattr(records, "SHIPPED_RECORDS", tmp_path / "no-shipped-records")
     monkeypatch.setenv("TOKBACKEND_CACHE_DIR", str(tmp_path / "cache"))
-
-    def missing(self, *args):
-        raise FileNotFoundError("planted: no Unicode history in this install")
-
-    monkeypatch.setattr(FastDerivation, "record", missing)
+    finish_without_package_data(monkeypatch)
     report = verify_model("qwen3", backend=backend, quick=True, only=set())
     assert report.exit_code == EXIT_UNAVAILABLE
     (load,) = [step for step in report.steps if step.name == "load"]

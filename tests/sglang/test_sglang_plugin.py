@@ -252,17 +252,13 @@ def test_a_failure_building_the_fast_path_stops_start_up(plugins_loaded, tmp_pat
     """Planted: the guard's derivation raises (as where a wheel lacked the package data every
     derivation reads). SGLang's tokenizer load stops with the reason rather
     than serving every call with HF behind a start-up line that named the fast path."""
+    from defects import finish_without_package_data
     from sglang.srt.utils.hf_transformers.tokenizer import get_tokenizer
 
     from equivalence.server_models import own_pipeline_model
-    from tokbackend.guard.derive import FastDerivation
 
     directory = own_pipeline_model(tmp_path / "own-model")
     monkeypatch.setenv("TOKBACKEND_CACHE_DIR", str(tmp_path / "fresh-cache"))
-
-    def missing(self, *args):
-        raise FileNotFoundError("planted: no Unicode history in this install")
-
-    monkeypatch.setattr(FastDerivation, "record", missing)
+    finish_without_package_data(monkeypatch)
     with pytest.raises(RuntimeError, match="building the fast path failed: FileNotFoundError: planted.*refusing to start"):
         get_tokenizer(str(directory), tokenizer_backend="tokbackend-auto")
