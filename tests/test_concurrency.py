@@ -264,7 +264,8 @@ def test_a_call_that_started_before_a_rebuild_finishes_on_the_build_it_started_w
     fast = tokbackend.accelerate(hf, "gigatoken", segment_cache_steps_aside=False)
     text = "<|im_start|>user\nsent before the rebuild<|im_end|>\n"
     expected = hf.encode(text)
-    in_call, rebuilding = threading.Event(), threading.Event()
+    in_call, rebuilding, call_done = threading.Event(), threading.Event(), threading.Event()
+    waited_out: list[bool] = []
     consulted, for_tokenizer_json = SegmentCache.consulted, splitter.AddedTokenSplitter.for_tokenizer_json.__func__
 
     def held_consulted(self, texts):
@@ -273,15 +274,25 @@ def test_a_call_that_started_before_a_rebuild_finishes_on_the_build_it_started_w
             assert rebuilding.wait(30)
         return consulted(self, texts)
 
-    def slow_for_tokenizer_json(cls, tokenizer_json):
+    def held_for_tokenizer_json(cls, tokenizer_json):
         rebuilding.set()
-        threading.Event().wait(0.5)  # the caller runs on while the new build is half made
+        # the new build stays half made until the caller's call has ended on its own build (a call
+        # that waited for the rebuild would not end: the wait times out and the test fails)
+        if not call_done.wait(30):
+            waited_out.append(True)
         return for_tokenizer_json(cls, tokenizer_json)
 
     monkeypatch.setattr(SegmentCache, "consulted", held_consulted)
-    monkeypatch.setattr(splitter.AddedTokenSplitter, "for_tokenizer_json", classmethod(slow_for_tokenizer_json))
+    monkeypatch.setattr(splitter.AddedTokenSplitter, "for_tokenizer_json", classmethod(held_for_tokenizer_json))
     results: dict[str, list[int]] = {}
-    caller = threading.Thread(target=lambda: results.update(ids=fast.encode(text)), name="caller")
+
+    def call() -> None:
+        try:
+            results.update(ids=fast.encode(text))
+        finally:
+            call_done.set()
+
+    caller = threading.Thread(target=call, name="caller")
     caller.start()
     assert in_call.wait(30)
     fast.add_tokens(["<added_during_the_call>"])
@@ -289,6 +300,7 @@ def test_a_call_that_started_before_a_rebuild_finishes_on_the_build_it_started_w
     rebuilder.start()
     caller.join(60)
     rebuilder.join(60)
+    assert not waited_out, "the call waited for the rebuild"
     assert results["ids"] == expected
     assert results["after"] == hf.encode("x <added_during_the_call> y")
     assert "backend_error" not in fast.tokbackend.stats()["fallbacks"]
