@@ -63,6 +63,7 @@ PARSED_HERE = {
 ELSEWHERE = {
     ".ci/run": ".ci/run: set -euo pipefail",  # the CI itself
     "pip install '.[test]'": '.ci/run: python -m pip install -q "$TOKBACKEND_WHEEL[test]"',
+    "pip install tokbackend": '.ci/run: python -m pip install -q "$TOKBACKEND_WHEEL"',  # the plain install
     "bash .ci/tests -m slow": ".ci/run: bash .ci/tests",  # the same script, the thorough marker
     "tokbackend verify qwen3.6": "tests/test_verify.py::test_full_verify_on_qwen36_with_scan_and_grammar_gate",
     "version=0.5.23": ".ci/run: for version in 0.5.13 0.5.23; do",
