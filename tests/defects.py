@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import re
+import threading
 from array import array
 
 from tokbackend.backends.gigatoken import GigatokenBackend
@@ -140,6 +141,29 @@ def allocates_when_scanning(mebibytes_per_call: int) -> type[GigatokenBackend]:
             return super().encode_batch(texts)
 
     return AllocatesWhenScanning
+
+
+def allocates_while_other_work_frees(freed_mebibytes: int, mebibytes_per_call: int) -> type[GigatokenBackend]:
+    """`allocates_when_scanning`, in a process where other work frees `freed_mebibytes` MiB
+    (a dropped build, a garbage collection) inside the first batch call of a guard scan (on the
+    scan's threads, after the derivation's meter has started): the resident set falls first,
+    and a meter reading growth from where it started sees room that the derivation did not
+    free. `other_work` holds that memory until then (the test fills it)."""
+
+    class AllocatesWhileOtherWorkFrees(allocates_when_scanning(mebibytes_per_call)):
+        name = "allocates-while-other-work-frees"
+        other_work: list[bytes] = []
+
+        def encode_batch(self, texts):
+            if threading.current_thread().name.startswith("tokbackend-scan"):
+                self.other_work.clear()
+            return super().encode_batch(texts)
+
+        @classmethod
+        def start_other_work(cls) -> None:
+            cls.other_work.append(b"\x02" * (freed_mebibytes << 20))
+
+    return AllocatesWhileOtherWorkFrees
 
 
 class ArraysDropAfterDigits(ArraysDropLastId):

@@ -11,7 +11,7 @@ import logging
 
 import pytest
 from conftest import fresh_qwen3
-from defects import DropsOnAsciiLetters, allocates_when_scanning, slow_to_scan
+from defects import DropsOnAsciiLetters, allocates_when_scanning, allocates_while_other_work_frees, slow_to_scan
 
 import tokbackend
 from equivalence.changes import CHANGES
@@ -173,6 +173,29 @@ def test_an_allocating_derivation_is_cut_off_by_the_memory_bound(unseen, registe
     assert not stats["fast_path_enabled"]
     assert "MiB of resident memory of its 64 MiB" in stats["disabled_reason"]
     assert calls < 40  # the boot probe's calls and a few of the derivation's
+    assert not _records(unseen)
+
+
+def test_memory_other_work_frees_during_a_derivation_makes_no_room_for_it(unseen, register_for_test, monkeypatch):
+    """768 MiB freed by other work inside the first batch call, then 16 MiB kept from each call,
+    against a 64 MiB bound: growth counts from the lowest the resident set has been, so the
+    derivation is cut off within a few calls of the fall. Counted from where it started (as
+    before: a CI run let 59 calls through while another test's memory was being freed), the
+    derivation grows for about 50 calls before the meter sees anything."""
+    monkeypatch.setattr(guard_module, "DERIVATION_BUDGET", DerivationBudget(seconds=10.0, megabytes=64))
+    allocating = allocates_while_other_work_frees(768, 16)
+    register_for_test(allocating.name, allocating)
+    allocating.start_other_work()
+    try:
+        fast = tokbackend.accelerate(fresh_qwen3(), allocating.name, early_start=False)
+        calls = len(allocating.held)
+    finally:
+        allocating.held.clear()
+        allocating.other_work.clear()
+    stats = fast.tokbackend.stats()
+    assert not stats["fast_path_enabled"]
+    assert "MiB of resident memory of its 64 MiB" in stats["disabled_reason"]
+    assert calls < 12
     assert not _records(unseen)
 
 

@@ -14,16 +14,19 @@ Time is the lesser of the wall clock and the process's CPU time since the deriva
 machine loaded by other work stretches the wall clock and not the CPU time, so it does not cut
 off a fair derivation; threads working side by side add CPU time faster than the wall clock. A
 backend blocked inside one call is not cut off (the meter is read between calls). Memory is the
-growth of the process's resident set since the derivation started.
+growth of the process's resident set over the lowest it has been since the derivation started (read
+after every batch): memory that other work in the process frees meanwhile (a dropped build, a
+garbage collection, another test's tokenizer) does not make room for the derivation to grow into.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import os
 import sys
 import time
 from collections.abc import Callable
+
+from tokbackend.backends import renewal
 
 MIB = 1 << 20
 
@@ -46,15 +49,14 @@ class DerivationOverBudget(GuardUnavailableError):
 
 
 def resident_bytes() -> int:
-    """This process's resident set now (/proc/self/statm; where there is none, its peak)."""
-    try:
-        with open("/proc/self/statm", "rb") as statm:
-            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        import resource
+    """This process's resident set now (`renewal.resident_bytes`; where /proc is not there, its peak)."""
+    now = renewal.resident_bytes()
+    if now is not None:
+        return now
+    import resource
 
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        return peak if sys.platform == "darwin" else peak * 1024
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak if sys.platform == "darwin" else peak * 1024
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,17 +88,21 @@ class DerivationMeter:
         self._spent = spent_seconds
         self._clocks = CLOCKS
         self._started = tuple(clock() for clock in self._clocks)
-        self._resident_at_start = resident_bytes() if budget.megabytes is not None else 0
+        # the lowest the resident set has been since the start: growth is counted from there
+        self._lowest_resident = resident_bytes() if budget.megabytes is not None else 0
 
     def seconds(self) -> float:
         """Seconds spent: the lesser of wall-clock and CPU time, with what earlier parts took."""
         return self._spent + min(clock() - started for clock, started in zip(self._clocks, self._started))
 
     def growth_mib(self) -> float:
-        """MiB the resident set grew by since the meter started (0 where memory is unbounded)."""
+        """MiB the resident set has grown by over the lowest it has been since the meter started
+        (0 where memory is unbounded)."""
         if self.budget.megabytes is None:
             return 0.0
-        return (resident_bytes() - self._resident_at_start) / MIB
+        now = resident_bytes()
+        self._lowest_resident = min(self._lowest_resident, now)
+        return (now - self._lowest_resident) / MIB
 
     def check(self, progress: str) -> None:
         """Raise `DerivationOverBudget` where the derivation is past its budget; `progress`
