@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import mmap
 import re
 import threading
 from array import array
@@ -128,16 +129,29 @@ def slow_to_scan(advance, seconds_per_call: float) -> type[GigatokenBackend]:
     return SlowToScan
 
 
+def resident_block(mebibytes: int) -> mmap.mmap:
+    """`mebibytes` MiB of new resident memory: pages mapped for it alone and written, so the
+    resident set grows by that much whatever the allocator holds already (a bytes object of
+    that size can land on freed pages that are still resident, and nothing grows); released
+    to the OS at once when the block is closed or collected."""
+    block = mmap.mmap(-1, mebibytes << 20)
+    page = b"\x01" * mmap.PAGESIZE
+    for offset in range(0, len(block), mmap.PAGESIZE):
+        block[offset : offset + mmap.PAGESIZE] = page
+    return block
+
+
 def allocates_when_scanning(mebibytes_per_call: int) -> type[GigatokenBackend]:
-    """A right backend that keeps `mebibytes_per_call` MiB of resident memory from every batch
-    call (in its class's `held`, cleared by the test): a derivation with it grows without bound."""
+    """A right backend that keeps `mebibytes_per_call` MiB of new resident memory from every
+    batch call (in its class's `held`, cleared by the test): a derivation with it grows
+    without bound."""
 
     class AllocatesWhenScanning(GigatokenBackend):
         name = "allocates-when-scanning"
-        held: list[bytes] = []
+        held: list[mmap.mmap] = []
 
         def encode_batch(self, texts):
-            self.held.append(b"\x01" * (mebibytes_per_call << 20))  # written, so resident
+            self.held.append(resident_block(mebibytes_per_call))
             return super().encode_batch(texts)
 
     return AllocatesWhenScanning
@@ -152,7 +166,7 @@ def allocates_while_other_work_frees(freed_mebibytes: int, mebibytes_per_call: i
 
     class AllocatesWhileOtherWorkFrees(allocates_when_scanning(mebibytes_per_call)):
         name = "allocates-while-other-work-frees"
-        other_work: list[bytes] = []
+        other_work: list[mmap.mmap] = []
 
         def encode_batch(self, texts):
             if threading.current_thread().name.startswith("tokbackend-scan"):
@@ -161,7 +175,7 @@ def allocates_while_other_work_frees(freed_mebibytes: int, mebibytes_per_call: i
 
         @classmethod
         def start_other_work(cls) -> None:
-            cls.other_work.append(b"\x02" * (freed_mebibytes << 20))
+            cls.other_work.append(resident_block(freed_mebibytes))
 
     return AllocatesWhileOtherWorkFrees
 
