@@ -106,7 +106,7 @@ def test_ids_stay_exact_across_cache_renewals_under_eight_threads(hf_tokenizer):
     to the OS first (else the caches can fill pages already resident, and nothing grows)."""
     import random
 
-    from tokbackend.backends.renewal import _release_freed_memory
+    from tokbackend.backends.renewal import release_freed_memory
 
     fast = tokbackend.accelerate(hf_tokenizer, "gigatoken", cache_budget_mib=4, segment_cache_mib=None)
     texts = [prompt_text(seed, 6000, "prose") for seed in range(100, 120)]
@@ -114,7 +114,7 @@ def test_ids_stay_exact_across_cache_renewals_under_eight_threads(hf_tokenizer):
     words = lambda: " ".join("".join(rng.choices("abcdefghijklmnopqrstuvwxyz", k=rng.randint(2, 9))) for _ in range(900))  # noqa: E731
     texts += [words() for _ in range(20)]
     expected = [hf_tokenizer.encode(text) for text in texts]
-    _release_freed_memory()
+    release_freed_memory()
 
     def exact(offset: int, call: int) -> bool:
         index = (offset * 5 + call) % len(texts)

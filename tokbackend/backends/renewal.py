@@ -56,7 +56,7 @@ def _forget_the_parents_statm() -> None:
             os.close(_statm.pop())
 
 
-def _release_freed_memory() -> None:
+def release_freed_memory() -> None:
     """Hand memory freed by the old caches back to the OS (glibc keeps it in its arenas
     otherwise, and resident memory would not show that the caches were dropped)."""
     with contextlib.suppress(OSError, AttributeError):
@@ -141,7 +141,7 @@ class RenewingBackend:
     def _prepare_spare(self, after_renewal: bool) -> None:
         if after_renewal:
             time.sleep(0.1)  # let in-flight calls release the old instance
-            _release_freed_memory()
+            release_freed_memory()
         if exiting():  # nothing will serve with it (`tokbackend.backends.exiting`)
             return
         spare = self._build()
