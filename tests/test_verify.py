@@ -42,22 +42,38 @@ from tokbackend.verify import (
 )
 
 
-def _run_cli(*arguments: str, cache_dir=None) -> subprocess.CompletedProcess:
+def _run_cli(*arguments: str, cache_dir=None, cwd=None) -> subprocess.CompletedProcess:
     """`cache_dir`: tokbackend's cache for the run (else the user's, whose auto choices any
-    process of this user may have written)."""
+    process of this user may have written); `cwd`: the working directory."""
     environment = None if cache_dir is None else {**os.environ, "TOKBACKEND_CACHE_DIR": str(cache_dir)}
     command = [sys.executable, "-m", "tokbackend.cli", *arguments]
-    return subprocess.run(command, capture_output=True, text=True, timeout=600, check=False, env=environment)
+    return subprocess.run(command, capture_output=True, text=True, timeout=600, check=False, env=environment, cwd=cwd)
 
 
 @pytest.mark.parametrize("model", ["qwen3.6", "qwen3"])
 def test_verify_quick_passes_on_builtin_models_and_says_what_it_left_out(model, tmp_path):
+    """`verify X --quick || fail` at boot, as a new user first runs it: a passing quick check
+    exits 0, its verdict naming what it left out, with no warning logged, nothing left in the
+    working directory, and a report that says what it certified."""
     report_path = tmp_path / "report.json"
-    completed = _run_cli("verify", model, "--quick", "--json", str(report_path), cache_dir=tmp_path / "cache")
+    working = tmp_path / "cwd"
+    working.mkdir()
+    completed = _run_cli("verify", model, "--quick", "--json", str(report_path), cache_dir=tmp_path / "cache", cwd=working)
+    assert not list(working.iterdir())  # no `.hypothesis/` (Hypothesis' storage) left in the working directory
     assert completed.returncode == EXIT_OK, completed.stdout + completed.stderr
     assert "quick check passed (code-point scan, changes after acceleration, grammar gate skipped)" in completed.stdout
+    assert "exact and usable" not in completed.stdout
+    assert re.search(r"^code-point scan\s+skipped", completed.stdout, re.MULTILINE)
+    assert re.search(r"^grammar gate\s+skipped", completed.stdout, re.MULTILINE)
+    assert "WARNING" not in completed.stdout + completed.stderr
+    assert "tokbackend: tokbackend:" not in completed.stdout + completed.stderr
     report = json.loads(report_path.read_text())
     assert report["exit_code"] == EXIT_OK
+    assert report["versions"]["tokbackend"] == tokbackend.__version__
+    assert report["versions"]["gigatoken"] and report["versions"]["tokenizers"] and report["versions"]["transformers"]
+    assert report["guard_record"].endswith(".json")
+    assert report["finished_at"] and report["host"]["cpus"] >= 1 and report["host"]["python"]
+    assert report["verdict"].startswith("quick check passed")
     # what auto certified: the concrete backend, its versions and the guard record used
     assert [entry["backend"] for entry in report["certified"]] == ["fastokens"]
     assert report["certified"][0]["versions"]["fastokens"] and "matched by pipeline" in report["certified"][0]["guard"]
