@@ -15,7 +15,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "tokbackend"
 
 LAYERS = [
     # plain primitives: versions, paths, reading tokenizer.json, the backends below the cut
-    ["version", "cache_dir", "package_data", "hf_import", "tokenizer_json", "models", "backends", "policy", "stats"],
+    ["version", "cache_dir", "package_data", "hf_import", "tokenizer_json", "models", "backends", "policy", "stats", "wording"],
     # what the backends are served with: the Unicode guard, the segment cache
     ["guard", "segments"],
     # what accelerate() was asked for; which backend answers what (the only place that knows

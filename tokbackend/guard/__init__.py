@@ -44,6 +44,7 @@ from tokbackend.guard.records import (
     write_record,
 )
 from tokbackend.guard.scan import from_ranges
+from tokbackend.wording import counted
 
 logger = logging.getLogger("tokbackend")
 
@@ -99,7 +100,7 @@ class UnicodeGuard:
             found = from_ranges(pair for family in self.record["found_by"][oracle].values() for pair in family)
             detail = ", ".join(f"{family} {count}" for family, count in families.items()) or "nothing"
             parts.append(f"oracle {oracle} {len(found)} ({detail})")
-        return f"{len(self.code_points)} code points; " + "; ".join(parts) + f"; {self.source()}"
+        return f"{counted(len(self.code_points), 'code point')}; " + "; ".join(parts) + f"; {self.source()}"
 
     def source(self) -> str:
         """Which record applies and why it matched: 'gigatoken-p….json (shipped; pipeline NFC +

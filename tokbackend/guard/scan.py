@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from tokbackend.backends.base import BatchEncoder
 from tokbackend.guard.bound import DerivationMeter
 from tokbackend.guard.contexts import ScanContext
+from tokbackend.wording import counted
 
 _PER_STRING = 64
 # Code points per batch call: a derivation's budget is checked between two (one batch in one
@@ -94,9 +95,9 @@ class ScanReport:
 
     def summary(self) -> str:
         if not self.all_divergent:
-            return f"no divergent code points ({self.scanned} code points x {len(self.divergent)} contexts)"
+            return f"no divergent code points ({counted(self.scanned, 'code point')} x {counted(len(self.divergent), 'context')})"
         families = ", ".join(f"{family} {len(found)}" for family, found in self.by_family().items())
-        return f"{len(self.all_divergent)} divergent code points ({families}): {format_ranges(self.all_divergent, 8)}"
+        return f"{counted(len(self.all_divergent), 'divergent code point')} ({families}): {format_ranges(self.all_divergent, 8)}"
 
 
 def scan(
