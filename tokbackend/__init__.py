@@ -22,6 +22,7 @@ from tokbackend.backends import preload as _preload  # isort: skip
 # has a HuggingFace tokenizer, so transformers is imported already.
 _ON_FIRST_USE = {
     "DEFAULT_MODEL": "tokbackend.loading",
+    "ModelFilesError": "tokbackend.loading",
     "ModelNotFoundError": "tokbackend.loading",
     "load": "tokbackend.loading",
     "load_hf": "tokbackend.loading",
@@ -70,6 +71,7 @@ __all__ = [
     "EncodeBackend",
     "FallbackReason",
     "FastPathError",
+    "ModelFilesError",
     "ModelNotFoundError",
     "__version__",
     "accelerate",

@@ -34,8 +34,16 @@ class ModelNotFoundError(OSError):
         self.cli_message = cli_message or message.removeprefix("tokbackend: ")
 
 
+class ModelFilesError(ValueError):
+    """A file of the model's tokenizer that HuggingFace cannot read (damaged, cut short, not
+    JSON): the message names the file and the cause. Nothing about any backend."""
+
+
 # What a tokenizer directory holds at least one of (AutoTokenizer reads its class from them).
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "config.json")
+# The JSON files AutoTokenizer may read: where loading fails, the first of them that does not
+# parse is named as the cause.
+JSON_FILES = (*TOKENIZER_FILES, "special_tokens_map.json", "added_tokens.json")
 
 
 def is_path_like(name_or_path: str) -> bool:
@@ -56,6 +64,11 @@ def is_path_like(name_or_path: str) -> bool:
 def _not_found(name_or_path: str, resolved: str) -> ModelNotFoundError | None:
     """Why `resolved` cannot be loaded without the network, or None when it can be tried."""
     path = Path(resolved).expanduser()
+    if path.is_file():
+        return ModelNotFoundError(
+            f"tokbackend: {name_or_path!r} is a file, not a tokenizer directory: pass the directory that holds it"
+            f" ({path.absolute().parent})"
+        )
     if path.is_dir():
         if any((path / name).is_file() for name in TOKENIZER_FILES):
             return None
@@ -79,32 +92,62 @@ def _not_found(name_or_path: str, resolved: str) -> ModelNotFoundError | None:
 def load_hf(name_or_path: str, **from_pretrained_kwargs: Any) -> PreTrainedTokenizerBase:
     """The plain HuggingFace tokenizer for a built-in name, a directory or a cached hub id.
 
-    Nothing is downloaded unless `local_files_only=False` is passed: a serving process must not
-    wait on a network it may not reach. A model that is not found locally raises
-    `ModelNotFoundError` saying how to put it into the cache.
+    `name_or_path` may also be a tokenizer.json (or tokenizer_config.json): its directory is
+    loaded. Nothing is downloaded unless `local_files_only=False` is passed: a serving process
+    must not wait on a network it may not reach. A model that is not found locally raises
+    `ModelNotFoundError` saying how to put it into the cache; one whose files HF cannot parse
+    raises `ModelFilesError` naming the file.
     """
     from transformers import AutoTokenizer
 
     resolved = resolve_model(name_or_path)
+    if Path(resolved).expanduser().name in TOKENIZER_FILES and Path(resolved).expanduser().is_file():
+        resolved = str(Path(resolved).expanduser().parent)
     from_pretrained_kwargs.setdefault("local_files_only", True)
     if from_pretrained_kwargs["local_files_only"]:
         missing = _not_found(name_or_path, resolved)
         if missing is not None:
             raise missing
     target = str(Path(resolved).expanduser()) if resolved.startswith("~") else resolved
-    return AutoTokenizer.from_pretrained(target, **from_pretrained_kwargs)
+    try:
+        return AutoTokenizer.from_pretrained(target, **from_pretrained_kwargs)
+    except Exception as error:
+        damaged = _damaged_file(target)
+        if damaged is None:
+            raise
+        raise ModelFilesError(f"tokbackend: HuggingFace cannot load {name_or_path!r}: {damaged}") from error
+
+
+def _damaged_file(target: str) -> str | None:
+    """'FILE is not valid JSON (CAUSE)' for the first of the tokenizer's JSON files (in the
+    directory, or in the local HF cache for a hub id) that does not parse, else None."""
+    import json
+
+    for name in JSON_FILES:
+        path = Path(target) / name if Path(target).is_dir() else _cached_file(target, name)
+        if path is None or not path.is_file():
+            continue
+        try:
+            json.loads(path.read_bytes())
+        except ValueError as error:  # JSONDecodeError, UnicodeDecodeError
+            return f"{path} is not valid JSON ({error}); the file is damaged or cut short: restore it from the model's source"
+    return None
+
+
+def _cached_file(repo_id: str, filename: str) -> Path | None:
+    """The local HF cache's copy of `filename` for `repo_id`, if it holds one (no network)."""
+    from huggingface_hub import try_to_load_from_cache
+
+    try:
+        found = try_to_load_from_cache(repo_id, filename)
+    except ValueError:  # not a valid repo id
+        return None
+    return Path(found) if isinstance(found, str) else None
 
 
 def _in_hf_cache(repo_id: str) -> bool:
     """Whether the local HuggingFace cache holds a tokenizer file for `repo_id` (no network)."""
-    from huggingface_hub import try_to_load_from_cache
-
-    try:
-        return any(
-            isinstance(try_to_load_from_cache(repo_id, filename), str) for filename in ("tokenizer.json", "tokenizer_config.json")
-        )
-    except ValueError:  # not a valid repo id
-        return False
+    return any(_cached_file(repo_id, filename) is not None for filename in ("tokenizer.json", "tokenizer_config.json"))
 
 
 def load(
