@@ -4,6 +4,8 @@ lane, and what accelerate() does when no backend is exact."""
 from __future__ import annotations
 
 import logging
+import os
+import sys
 
 import pytest
 from conftest import LONG
@@ -73,7 +75,10 @@ def test_auto_chooses_an_exact_backend_and_says_why(hf_tokenizer, fresh_auto_cac
     from tokbackend.routing import choices
 
     reason = again.tokbackend.stats()["routing"]["reason"]
-    assert f"remembered for this model in {choices.choices_file()}; delete that file to choose afresh" in reason
+    assert reason.startswith("auto's choice for this model and these library versions, made by process ")
+    assert f"{os.getpid()} of {sys.prefix} at " in reason  # this test's first start wrote it
+    assert f"kept in {choices.choices_file()} (shared by this user's processes; delete that file to choose afresh)" in reason
+    assert "first in auto's order" not in reason
     assert built == ["fastokens", "fastokens"]
 
 
@@ -96,6 +101,14 @@ def test_auto_serves_with_the_cheapest_backend_while_its_choice_loads(hf_tokeniz
     assert built == ["gigatoken", "fastokens"]
     assert fast.encode(LONG) == hf_tokenizer.encode(LONG)
     assert fast.tokbackend.stats()["fast_texts"] == 2  # one text on each backend, both counted
+    # the next start: both of its lines say the choice is a remembered one, neither contradicts the other
+    again = tokbackend.accelerate(hf_tokenizer, "auto")
+    early = again.tokbackend.stats()["routing"]["reason"]
+    assert early == "gigatoken serves while fastokens, auto's remembered choice, loads", early
+    assert again.tokbackend.wait_until_final(120)
+    final = again.tokbackend.stats()["routing"]["reason"]
+    assert final.startswith("auto's choice for this model and these library versions, made by process "), final
+    assert "first in auto's order" not in final and "gigatoken served while it loaded" in final
 
 
 def test_a_backend_that_cannot_serve_the_model_is_passed_over(hf_tokenizer, fresh_auto_cache, register_for_test):

@@ -75,7 +75,8 @@ def choose_routing(reference: Reference, tokenizer_json: str, options: Accelerat
     if bridge is not None:
         lane, seconds = _qualify(bridge, reference, tokenizer_json, options, model, early=True)
         if isinstance(lane, Lane):
-            why = f"{bridge} serves while {order[0]}, first in auto's order ({', '.join(order)}), loads"
+            first = "auto's remembered choice" if order[0] == remembered else f"first in auto's order ({', '.join(order)})"
+            why = f"{bridge} serves while {order[0]}, {first}, loads"
             upgrade = functools.partial(choose, early=False, built={bridge: lane})
             return Routing(lane, why, upgrade, interim=True), seconds
         return choose(early=options.starts_early, built={}, rejected={bridge: lane}, probed=seconds)
@@ -111,13 +112,13 @@ def _choose(
             if name != remembered:
                 choices.remember(key, name)
             passed_over = "".join(f"; {other} not exact here ({why})" for other, why in rejected.items())
-            how = "the first in auto's order that is exact"
-            if name == remembered:  # a choice another process may have made minutes ago: say where it is kept
-                how = f"remembered for this model {choices.how_to_reset()}"
+            how = f"the first in auto's order that is exact ({', '.join(candidates())})"
+            if name == remembered:  # a choice another process may have made minutes ago: say what it is
+                how = choices.described(key)
             untried = [other for other in order if other != name and other not in rejected and other not in built]
             bridged = [other for other in built if other != name]
             reason = (
-                f"{how} ({', '.join(candidates())}){passed_over}"
+                f"{how}{passed_over}"
                 + (f"; {', '.join(bridged)} served while it loaded" if bridged else "")
                 + (f"; not built: {', '.join(untried)}" if untried else "")
             )

@@ -1,12 +1,18 @@
 """`auto`'s choices, remembered on disk per model, library versions and candidates, so the other
-processes of a server, and later starts, try the chosen backend first and build nothing else."""
+processes of a server, and later starts, try the chosen backend first and build nothing else.
+
+The file is shared by every process of this user whose cache directory it is, in any venv with
+the same library versions. Each choice names the process that wrote it, so a routing reason can
+say where a choice came from (`described`)."""
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import json
 import logging
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +41,14 @@ def remembered(key: str) -> str | None:
 
 
 def remember(key: str, backend: str) -> None:
-    _write({**_read(), key: {"backend": backend}})
+    """Keep `backend` as the choice for `key`, with who chose it: this process, its Python
+    environment and the time."""
+    chosen_by = {
+        "pid": os.getpid(),
+        "python": sys.prefix,
+        "at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    }
+    _write({**_read(), key: {"backend": backend, "chosen_by": chosen_by}})
 
 
 def choices_file() -> Path:
@@ -43,9 +56,18 @@ def choices_file() -> Path:
     return cache_dir() / "auto" / "choices.json"
 
 
-def how_to_reset() -> str:
-    """Where a remembered choice comes from and how to have auto choose afresh, for its reason."""
-    return f"in {choices_file()}; delete that file to choose afresh"
+def described(key: str) -> str:
+    """What a remembered choice is, for a routing reason: where it is kept, which process wrote
+    it, and how to have auto choose afresh."""
+    choice = _read().get(key)
+    chosen_by = choice.get("chosen_by") if isinstance(choice, dict) else None
+    writer = "an earlier process"
+    if isinstance(chosen_by, dict):
+        writer = f"process {chosen_by.get('pid')} of {chosen_by.get('python')} at {chosen_by.get('at')}"
+    return (
+        f"auto's choice for this model and these library versions, made by {writer} and kept in {choices_file()} "
+        "(shared by this user's processes; delete that file to choose afresh)"
+    )
 
 
 def _read() -> dict[str, Any]:
