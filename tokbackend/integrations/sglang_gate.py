@@ -188,6 +188,7 @@ class Server:
         """Start it and wait for /health; None when it serves, else why not (its log's end)."""
         if self.arguments is None:
             return None
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
         handle = open(self.log_path, "w")  # noqa: SIM115 - held for the server's life
         self.process = subprocess.Popen(
             [sys.executable, "-m", "sglang.launch_server", *self.arguments],
@@ -236,8 +237,11 @@ def run_gate(
     timed_prompts: list[str] = (),
 ) -> tuple[int, dict[str, Any]]:
     """(exit code, report): each server started in turn (one GPU holds one), asked, stopped;
-    `timed_prompts` are timed to their first token on each (reported, not compared)."""
+    `timed_prompts` are timed to their first token on each (reported, not compared). The
+    report's `prompts_answered` counts, per server, the prompts it answered (none where it
+    never served)."""
     results: dict[str, Any] = {}
+    answered: dict[str, int] = {server.name: 0 for server in (reference, candidate)}
     timings: dict[str, list[float]] = {}
     to_health: dict[str, float] = {}  # seconds from the launch to /health (0.5 s resolution)
     for server in (reference, candidate):
@@ -248,12 +252,13 @@ def run_gate(
         if failure is not None:
             announce(f"{server.name} cannot serve: {failure}")
             server.stop()
-            return EXIT_UNAVAILABLE, {"failed": server.name, "why": failure}
+            return EXIT_UNAVAILABLE, {"failed": server.name, "why": failure, "prompts_answered": answered}
         try:
             results[server.name] = answers(server.url, prompts, chat_bodies)
+            answered[server.name] = len(prompts)
             timings[server.name] = first_token_seconds(server.url, list(timed_prompts))
         except OSError as error:
-            return EXIT_UNAVAILABLE, {"failed": server.name, "why": f"a request failed: {error}"}
+            return EXIT_UNAVAILABLE, {"failed": server.name, "why": f"a request failed: {error}", "prompts_answered": answered}
         finally:
             server.stop()
         announce(f"   answered {len(prompts)} prompts and {len(chat_bodies)} chats in {time.perf_counter() - started:.0f} s")
@@ -269,6 +274,7 @@ def run_gate(
         "prompt_tokens": {name: answer["prompt_tokens"] for name, answer in results[reference.name].items()},
         "first_token_seconds": timings,
         "seconds_to_health": to_health if reference.arguments is not None else {},
+        "prompts_answered": answered,
     }
     for line in report["differences"]:
         announce(f"DIFFERS {line}")
