@@ -2,9 +2,10 @@
 
 A `Call` is one call (`__call__`, `encode` or `apply_chat_template`) with its arguments; its
 `outcome` on a tokenizer is the ids and the rest of the result, or the class of the exception it
-raised. The accelerated tokenizer must give the outcome HuggingFace gives for every call: the
-same ids, or the same exception class (messages differ between tokenizers versions, so they are
-not compared). `calls()` draws calls from the values HF's own checks distinguish (read from
+raised, and the warnings it issued. The accelerated tokenizer must give the outcome HuggingFace
+gives for every call: the same ids, or the same exception class (messages differ between
+tokenizers versions, so they are not compared), and the same warnings (collected, not printed:
+they answer verify's own calls, not the user's). `calls()` draws calls from the values HF's own checks distinguish (read from
 `_get_padding_truncation_strategies`, `_encode_plus`, `set_truncation_and_padding` and the Rust
 binding's argument conversion): bools and near-bools, negative and huge lengths, strides larger
 than the length, strings and floats where ints go, unknown keywords, texts of every shape.
@@ -13,6 +14,7 @@ than the length, strings and floats where ints go, unknown keywords, texts of ev
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from typing import Any
 
 from hypothesis import strategies as st
@@ -81,18 +83,25 @@ def calls(added_tokens: list[str]) -> st.SearchStrategy[Call]:
 
 
 def outcome(tokenizer, call: Call) -> tuple[str, Any]:
-    """("ok", the result as plain data) or ("raises", the exception's class name), after resetting
+    """("ok", the result as plain data) or ("raises", the exception's class name), then the
+    warnings the call issued ('UserWarning: ...'), after resetting
     what an earlier call left in HF's Rust tokenizer (HF's own checks depend on it: a stride of
     2.0 passes after an identical call with 2, and fails on a fresh tokenizer)."""
     rust = tokenizer.backend_tokenizer
     rust.no_truncation()
     rust.no_padding()
     rust.encode_special_tokens = False
-    try:
-        result = getattr(tokenizer, call.method)(call.text, **call.kwargs)
-    except Exception as error:  # noqa: BLE001 - the class is the outcome
-        return "raises", type(error).__name__
-    return "ok", plain(result)
+    with warnings.catch_warnings(record=True) as issued:
+        warnings.simplefilter("always")
+        try:
+            result = getattr(tokenizer, call.method)(call.text, **call.kwargs)
+        except Exception as error:  # noqa: BLE001 - the class is the outcome
+            return "raises", type(error).__name__, _warned(issued)
+    return "ok", plain(result), _warned(issued)
+
+
+def _warned(issued: list[warnings.WarningMessage]) -> list[str]:
+    return [f"{warning.category.__name__}: {warning.message}" for warning in issued]
 
 
 def plain(value: Any) -> Any:

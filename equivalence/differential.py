@@ -1,13 +1,16 @@
 """Differential runner: the same input through two tokenizers, call by call.
 
+An answer is the ids or the exception a call raised (`answer_of`): HF raising is an answer to
+compare, not a crash of the gate, and a candidate that raises where HF answers is a mismatch.
 A mismatch is reported the way a person debugging it wants to read it: the (shrunk) input as
-`repr`, both id lists around the first index where they differ, and that index.
+`repr`, both answers around the first index where they differ, and that index.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from typing import Any
 
 from hypothesis import example, given, settings
 from hypothesis import seed as hypothesis_seed
@@ -15,9 +18,36 @@ from hypothesis import strategies as st
 from hypothesis.errors import Flaky
 
 from equivalence.strategies import EXAMPLES
+from tokbackend.backends.base import is_rust_panic
 from tokbackend.probe import first_difference
 
 Encoder = Callable[[str], list[int]]
+
+
+@dataclasses.dataclass(frozen=True)
+class Raised:
+    """A call's exception as its answer: two answers agree when they raise the same class (the
+    message is shown, not compared: HF's wording is no contract)."""
+
+    name: str
+    message: str = dataclasses.field(compare=False)
+
+    def __str__(self) -> str:
+        first_line = self.message.strip().splitlines()[0][:200] if self.message.strip() else ""
+        return f"raises {self.name}" + (f": {first_line}" if first_line else "")
+
+
+def answer_of(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """`function(*args, **kwargs)`, or the `Raised` it raised: any Exception, and a Rust panic
+    (pyo3's PanicException, a BaseException); KeyboardInterrupt and the like go through."""
+    try:
+        return function(*args, **kwargs)
+    except Exception as error:  # noqa: BLE001 - the exception is the answer
+        return Raised(type(error).__name__, str(error))
+    except BaseException as error:
+        if is_rust_panic(error):
+            return Raised(type(error).__name__, str(error))
+        raise
 
 
 class Disagreement(AssertionError):
@@ -30,18 +60,27 @@ class Mismatch:
 
     input_class: str
     text: str
-    expected: list[int]
-    actual: list[int]
+    expected: list[int] | Raised
+    actual: list[int] | Raised
 
     @property
     def first_difference(self) -> int:
+        if isinstance(self.expected, Raised) or isinstance(self.actual, Raised):
+            return 0
         return first_difference(self.expected, self.actual)
 
     def report(self, context: int = 6) -> str:
-        start = max(0, self.first_difference - context)
-        end = self.first_difference + context
         text = self.text  # a str, or another input (a call's arguments) shown as its repr
         shown = f"{text[:300]!r}... ({len(text):,} characters)" if isinstance(text, str) and len(text) > 2000 else repr(text)
+        if isinstance(self.expected, Raised) or isinstance(self.actual, Raised):
+            return (
+                f"[{self.input_class}] input {shown}\n"
+                f"  first difference at index 0: one side raised\n"
+                f"  reference: {str(self.expected)[:300]}\n"
+                f"  candidate: {str(self.actual)[:300]}"
+            )
+        start = max(0, self.first_difference - context)
+        end = self.first_difference + context
         return (
             f"[{self.input_class}] input {shown}\n"
             f"  first difference at index {self.first_difference}\n"
@@ -68,9 +107,12 @@ def in_every_form(tokenizer) -> Encoder:
 
 
 def compare(reference: Encoder, candidate: Encoder, text: str, input_class: str = "text") -> Mismatch | None:
-    """None when both encoders give the same ids for `text`, else the mismatch."""
-    expected, actual = reference(text), candidate(text)
-    return None if expected == actual else Mismatch(input_class, text, list(expected), list(actual))
+    """None when both encoders give the same answer for `text` (the same ids, or an exception of
+    the same class), else the mismatch."""
+    expected, actual = answer_of(reference, text), answer_of(candidate, text)
+    if expected == actual:
+        return None
+    return Mismatch(input_class, text, *(answer if isinstance(answer, Raised) else list(answer) for answer in (expected, actual)))
 
 
 def find_mismatch(

@@ -1,7 +1,9 @@
 """What an accelerated tokenizer shares with HF's beyond ids: threads, left-behind state, warnings, results.
 
 Each check takes an HF tokenizer and an accelerated one that share no Rust state, makes the same
-calls on both, and returns None, or a line saying what differs:
+calls on both, and returns None, or a line saying what differs. A call HF answers with an
+exception (padding on a tokenizer without a pad token, `word_ids()` without Encodings) is an
+answer: ours must raise the same class, and the check goes on with the next call.
 
 - `threads_with_truncation`: four threads truncating every call (vLLM's pattern) on long texts
   HF must cut and texts holding a guarded code point, which the guard hands to HF internally
@@ -25,6 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from equivalence.corpus import prompt_text
+from equivalence.differential import Raised, answer_of
 
 LONG = "The quick brown fox 毕老师 don't 12345 " * 400
 
@@ -60,16 +63,16 @@ def threads_with_truncation(hf, accelerated, guarded: str, calls_per_thread: int
         [long_texts[(offset + call) % 4] if call % 2 == 0 else f"{guarded} {offset} {call}" for call in range(calls_per_thread)]
         for offset in range(4)
     ]
-    expected = [hf(worker_texts, truncation=True, max_length=16)["input_ids"] for worker_texts in texts]
+    expected = [_truncated_ids(hf, worker_texts) for worker_texts in texts]
     start, wrong, errors = threading.Barrier(4), [], []
 
     def worker(offset: int) -> None:
         start.wait()
         try:
             for call, text in enumerate(texts[offset]):
-                ids = accelerated(text, truncation=True, max_length=16)["input_ids"]
+                ids = answer_of(lambda text=text: accelerated(text, truncation=True, max_length=16)["input_ids"])
                 if ids != expected[offset][call]:
-                    wrong.append((text[:40], len(ids), len(expected[offset][call])))
+                    wrong.append((text[:40], _shown(ids), _shown(expected[offset][call])))
         except BaseException as error:  # noqa: BLE001 - any error is a difference from HF
             errors.append(error)
 
@@ -83,9 +86,31 @@ def threads_with_truncation(hf, accelerated, guarded: str, calls_per_thread: int
     if errors:
         return f"4 threads truncating every call: {errors[0]!r}"
     if wrong:
-        text, length, theirs = wrong[0]
-        example = f"{length} ids for text {text!r}..., HF's {theirs}"
+        text, ours, theirs = wrong[0]
+        example = f"{ours} for text {text!r}..., HF's {theirs}"
         return f"{len(wrong)} of {4 * calls_per_thread} truncating calls from 4 threads wrong (e.g. {example})"
+    return None
+
+
+def _truncated_ids(hf, texts: list[str]) -> list:
+    """HF's answer to each text truncated to 16 ids: one batch call, or, where the batch
+    raises, each text's own answer (ids or `Raised`)."""
+    batch = answer_of(lambda: hf(texts, truncation=True, max_length=16)["input_ids"])
+    if not isinstance(batch, Raised):
+        return batch
+    return [answer_of(lambda text=text: hf(text, truncation=True, max_length=16)["input_ids"]) for text in texts]
+
+
+def _shown(answer) -> str:
+    """An answer for a difference line: '12 ids' or 'raises ValueError: ...'."""
+    return str(answer) if isinstance(answer, Raised) else f"{len(answer)} ids"
+
+
+def _raised_alike(name: str, theirs, ours) -> str | None:
+    """None where neither call raised or both raised the same class, else the difference."""
+    if (isinstance(theirs, Raised) or isinstance(ours, Raised)) and theirs != ours:
+        shown = [str(answer) if isinstance(answer, Raised) else "answers" for answer in (ours, theirs)]
+        return f"a {name!r} call {shown[0]}, HF's {shown[1]}"
     return None
 
 
@@ -96,8 +121,9 @@ def settings_left(hf, accelerated, guarded: str) -> str | None:
     order = [*range(len(steps)), *range(len(steps) - 1, -1, -1), 0, 7, 1, 7, 4, 3, 2, 8, 5, 9, 1]
     for index in order:
         name, step = steps[index]
-        step(hf)
-        step(accelerated)
+        difference = _raised_alike(name, answer_of(step, hf), answer_of(step, accelerated))
+        if difference is not None:
+            return difference
         ours, theirs = settings_of(accelerated.backend_tokenizer), settings_of(hf.backend_tokenizer)
         if ours != theirs:
             return f"after a {name!r} call the Rust settings are {ours}, HF's {theirs}"
@@ -122,19 +148,19 @@ class _Collected(logging.Handler):
             self.messages.append(message)
 
 
-def _length_warnings_of(tokenizer, calls) -> list[str]:
+def _length_warnings_of(tokenizer, calls) -> tuple[list[str], list]:
+    """(the length warnings the calls logged, each call's answer)."""
     collected = _Collected()
     logger = logging.getLogger("transformers.tokenization_utils_base")
     # collected, not printed: the warnings this check provokes are its data, not the user's
     logger.addHandler(collected)
     propagate, logger.propagate = logger.propagate, False
     try:
-        for call in calls:
-            call(tokenizer)
+        answers = [answer_of(call, tokenizer) for call in calls]
     finally:
         logger.propagate = propagate
         logger.removeHandler(collected)
-    return collected.messages
+    return collected.messages, answers
 
 
 def length_warnings(hf, accelerated, guarded: str) -> str | None:
@@ -148,21 +174,29 @@ def length_warnings(hf, accelerated, guarded: str) -> str | None:
     ]
     for tokenizer in (hf, accelerated):
         tokenizer.model_max_length = 16
-    theirs, ours = _length_warnings_of(hf, calls), _length_warnings_of(accelerated, calls)
+    (theirs, their_answers), (ours, our_answers) = _length_warnings_of(hf, calls), _length_warnings_of(accelerated, calls)
+    for index, (their_answer, our_answer) in enumerate(zip(their_answers, our_answers)):
+        difference = _raised_alike(f"call {index + 1} of the length-warning sequence", their_answer, our_answer)
+        if difference is not None:
+            return difference
     if ours != theirs:
         return f"length warnings {ours} where HF's are {theirs}"
     return None
 
 
 def encodings_answers(result) -> tuple:
-    """What a result's Encodings answer (a fast-path result computes them here)."""
-    return (
-        result.tokens(),
-        result.word_ids(),
-        result.char_to_token(3),
-        [encoding.offsets for encoding in result.encodings],
-        pickle.loads(pickle.dumps(result)).tokens(),
-        copy.deepcopy(result).tokens(),
+    """What a result's Encodings answer (a fast-path result computes them here); each an answer
+    (`answer_of`): a result without Encodings raises, as HF's does."""
+    return tuple(
+        answer_of(question, result)
+        for question in (
+            lambda result: result.tokens(),
+            lambda result: result.word_ids(),
+            lambda result: result.char_to_token(3),
+            lambda result: [encoding.offsets for encoding in result.encodings],
+            lambda result: pickle.loads(pickle.dumps(result)).tokens(),
+            lambda result: copy.deepcopy(result).tokens(),
+        )
     )
 
 
@@ -178,7 +212,13 @@ def result_operations(hf, accelerated) -> str | None:
         kinds = (type(single), type(batch))
         tokenizer.add_tokens(["there", " b"])
         answers.append(
-            (kinds, encodings_answers(edited), encodings_answers(single), batch.tokens(1), encodings_answers(unchanged))
+            (
+                kinds,
+                encodings_answers(edited),
+                encodings_answers(single),
+                answer_of(batch.tokens, 1),
+                encodings_answers(unchanged),
+            )
         )
     if answers[1][0] != (BatchEncoding, BatchEncoding):
         return f"results are {answers[1][0]}, HF's {answers[0][0]}"

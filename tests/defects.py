@@ -331,3 +331,10 @@ def internal_calls_warn(self, text, add_special_tokens, kwargs, key):
 def encodings_of_the_current_state(self, text, add_special_tokens, kwargs, truncation_side, serving):
     """HFReference.hf_encodings without the state the call saw: HF's call made now."""
     return self._internal(text, add_special_tokens, kwargs, ("encodings",)).encodings
+
+
+def rust_panic(message: str) -> BaseException:
+    """An exception as pyo3 raises a Rust panic: a BaseException (not an Exception) whose class
+    is `PanicException` in module `pyo3_runtime`, which cannot be imported."""
+    kind = type("PanicException", (BaseException,), {"__module__": "pyo3_runtime"})
+    return kind(message)

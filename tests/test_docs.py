@@ -78,17 +78,6 @@ ELSEWHERE = {
         "tests/test_serving_gate.py::test_the_gate_finds_a_backend_that_drops_an_id_on_long_texts"
     ),
 }
-# What each of verify's exit codes must say in docs/verify.md's table.
-EXIT_CODE_WORDS = {
-    "EXIT_OK": "exact and usable",
-    "EXIT_MISMATCH": "mismatch",
-    "EXIT_USAGE": "usage error",
-    "EXIT_GRAMMAR": "grammar gate failed",
-    "EXIT_NOT_FOUND": "not found",
-    "EXIT_MISSING_TOOLS": "not installed",
-    "EXIT_UNAVAILABLE": "cannot serve",
-    "EXIT_PARTIAL": "--only",
-}
 CHANGELOG_SECTIONS = ("Added", "Changed", "Deprecated", "Removed", "Fixed", "Security")
 
 
@@ -264,17 +253,31 @@ def _section(path: Path, heading: str) -> str:
 
 
 def test_the_exit_code_table_is_verifys():
-    rows = dict(re.findall(r"^\| (\d+) \| (.+) \|$", _section(ROOT / "docs" / "verify.md", "## Exit codes"), re.MULTILINE))
-    constants = {name: value for name, value in vars(verify).items() if name.startswith("EXIT_")}
-    assert set(constants) == set(EXIT_CODE_WORDS), "a new exit code: say in EXIT_CODE_WORDS what its row must say"
-    assert sorted(int(code) for code in rows) == sorted(constants.values())
-    for name, value in constants.items():
-        assert EXIT_CODE_WORDS[name] in rows[str(value)], f"exit {value} ({name}) is described as {rows[str(value)]!r}"
+    """docs/verify.md's table is `verify.EXIT_CODES` word for word, every EXIT_ constant has a row,
+    and the order of precedence is the code's."""
+    section = _section(ROOT / "docs" / "verify.md", "## Exit codes")
+    rows = dict(re.findall(r"^\| (\d+) \| (.+) \|$", section, re.MULTILINE))
+    assert {int(code): meaning for code, meaning in rows.items()} == verify.EXIT_CODES
+    constants = {value for name, value in vars(verify).items() if name.startswith("EXIT_") and isinstance(value, int)}
+    assert constants == set(verify.EXIT_CODES)
+    order = ", ".join(str(code) for code in verify.EXIT_PRECEDENCE)
+    assert f"it exits with the first of {order} that applies." in " ".join(section.split())
+
+
+def test_the_synopsis_is_verifys_usage(monkeypatch):
+    """docs/verify.md's synopsis is what `tokbackend verify --help` prints first (100 columns)."""
+    from tokbackend.cli import build_parser, subcommand_parser
+
+    monkeypatch.setenv("COLUMNS", "100")
+    usage = subcommand_parser(build_parser(), "verify").format_usage()
+    synopsis = next(
+        text for where, language, text in fenced_blocks() if where.startswith("docs/verify.md") and language == "text"
+    )
+    assert synopsis == usage, f"docs/verify.md's synopsis, to paste:\n{usage}"
 
 
 def test_the_sample_output_shows_every_step_verify_runs():
-    steps = re.findall(r'_Step\(report, "([^"]+)"', Path(verify.__file__).read_text(encoding="utf-8"))
-    assert len(steps) == len(verify.STEPS) + 2  # load and boot probe, then the steps --only names
+    steps = ["load", "boot probe", *verify.STEP_TITLES.values()]
     sample = next(
         text for where, language, text in fenced_blocks() if where.startswith("docs/verify.md") and text.startswith("step ")
     )

@@ -61,7 +61,7 @@ def test_verify_quick_passes_on_builtin_models_and_says_what_it_left_out(model, 
     completed = _run_cli("verify", model, "--quick", "--json", str(report_path), cache_dir=tmp_path / "cache", cwd=working)
     assert not list(working.iterdir())  # no `.hypothesis/` (Hypothesis' storage) left in the working directory
     assert completed.returncode == EXIT_OK, completed.stdout + completed.stderr
-    assert "quick check passed (code-point scan, changes after acceleration, grammar gate skipped)" in completed.stdout
+    assert "quick check passed (skipped: code-point scan; changes after acceleration; grammar gate)" in completed.stdout
     assert "exact and usable" not in completed.stdout
     assert re.search(r"^code-point scan\s+skipped", completed.stdout, re.MULTILINE)
     assert re.search(r"^grammar gate\s+skipped", completed.stdout, re.MULTILINE)
@@ -75,7 +75,7 @@ def test_verify_quick_passes_on_builtin_models_and_says_what_it_left_out(model, 
     assert report["finished_at"] and report["host"]["cpus"] >= 1 and report["host"]["python"]
     assert report["verdict"].startswith("quick check passed")
     # what auto certified: the concrete backend, its versions and the guard record used
-    assert [entry["backend"] for entry in report["certified"]] == ["fastokens"]
+    assert [entry["backend"] for entry in report["certified"]] == ["fastokens"] and report["certified"] == report["checked"]
     assert report["certified"][0]["versions"]["fastokens"] and "matched by pipeline" in report["certified"][0]["guard"]
     assert "backend auto -> fastokens (tokenizers" in completed.stdout
     assert [step["name"] for step in report["steps"]][:2] == ["load", "boot probe"]

@@ -10,24 +10,33 @@ import sys
 
 from tokbackend import __version__
 from tokbackend.guard.records import BAKED_RECORDS_ENV
-from tokbackend.integrations.common import DEFAULT_FLAG_VALUE
+from tokbackend.integrations.common import DEFAULT_FLAG_VALUE, flag_values
 from tokbackend.options import DEFAULT_BACKEND
-from tokbackend.verify import EXIT_MISSING_TOOLS, EXIT_UNAVAILABLE, STEPS, summary_table, verify_model
+from tokbackend.verify import (
+    EXIT_CODES,
+    EXIT_MISSING_TOOLS,
+    EXIT_PRECEDENCE,
+    EXIT_UNAVAILABLE,
+    STEPS,
+    summary_table,
+    verify_model,
+)
+from tokbackend.wording import counted
 
 # What `tokbackend verify` cannot run without (the grammar gate's xgrammar is checked in its step).
 VERIFY_MODULES = ("hypothesis", "faker", "regex", "tqdm")
 
-VERIFY_EPILOG = """exit codes:
-  0  the backend is exact and usable for this model (every step ran and passed), or a --quick
-     check passed (its verdict names the steps it left out)
-  1  a mismatch was found (minimal counterexamples are printed), or the fast path answered nothing
-  2  usage error (an unknown option or --only step)
-  3  the grammar gate failed
-  4  the model was not found locally (the message says how to put it into the cache)
-  5  a tool verify needs is not installed (the message names the extra: pip install 'tokbackend[verify]')
-  6  the backend cannot serve this model (the reason is printed)
-  7  the steps that ran passed, but some were skipped (--only, a missing tool): not a full verification
-"""
+
+def verify_epilog() -> str:
+    """`tokbackend verify --help`'s exit codes: `tokbackend.verify.EXIT_CODES`, wrapped."""
+    import textwrap
+
+    rows = [
+        textwrap.fill(meaning.replace("`", ""), 96, initial_indent=f"  {code}  ", subsequent_indent="     ")
+        for code, meaning in EXIT_CODES.items()
+    ]
+    order = ", ".join(str(code) for code in EXIT_PRECEDENCE)
+    return "exit codes:\n" + "\n".join(rows) + f"\nwhere a run has several outcomes, the first of {order} that applies\n"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -40,16 +49,30 @@ def build_parser() -> argparse.ArgumentParser:
         "verify",
         help="prove a backend gives HuggingFace's ids for a model",
         description="Check that BACKEND encodes exactly like HuggingFace for MODEL, before deploying it.",
-        epilog=VERIFY_EPILOG,
+        epilog=verify_epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    verify.add_argument("model", help='built-in name ("qwen3.6", "qwen3"), a local directory, or a hub id in the local HF cache')
-    verify.add_argument("--backend", default=DEFAULT_BACKEND, choices=backend_choices())
+    verify.add_argument(
+        "model",
+        metavar="MODEL",
+        help='built-in name ("qwen3.6", "qwen3"), a local directory (or its tokenizer.json), or a hub id in the local HF cache',
+    )
+    verify.add_argument(
+        "--backend",
+        default=DEFAULT_BACKEND,
+        choices=list(dict.fromkeys([*backend_choices(), *flag_values()])),
+        metavar="BACKEND",
+        help=f"a backend ({', '.join(backend_choices())}), or a server flag's value as you pass it "
+        f"({', '.join(value for value in flag_values() if value not in backend_choices())}): "
+        f"verifies the lane that flag serves (default: {DEFAULT_BACKEND})",
+    )
     verify.add_argument(
         "--profile", default="ci", choices=["dev", "ci", "thorough"], help="how many Hypothesis examples per input class"
     )
-    verify.add_argument("--examples", type=int, help="examples per input class (overrides --profile)")
-    verify.add_argument("--seed", type=int, default=0, help="Hypothesis seed (0: the profile's fixed derandomized run)")
+    verify.add_argument("--examples", type=int, metavar="N", help="examples per input class (overrides --profile)")
+    verify.add_argument(
+        "--seed", type=int, default=0, metavar="N", help="Hypothesis seed (0: the profile's fixed derandomized run)"
+    )
     verify.add_argument("--json", metavar="PATH", help="also write a machine-readable report to PATH")
     verify.add_argument(
         "--quick",
@@ -123,9 +146,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the `tokbackend` console script."""
+    """Entry point of the `tokbackend` console script. An unknown option is a usage error of the
+    command it was given to (its own usage line, exit 2)."""
     parser = build_parser()
-    arguments = parser.parse_args(argv)
+    arguments, unknown = parser.parse_known_args(argv)
+    if unknown:
+        subcommand_parser(parser, arguments.command).error(f"unrecognized arguments: {' '.join(unknown)}")
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     if arguments.command == "guard":
         return derive_guard(arguments.model, arguments.backend, arguments.output, arguments.full)
@@ -160,6 +186,12 @@ def main(argv: list[str] | None = None) -> int:
         with open(arguments.json, "w", encoding="utf-8") as handle:
             json.dump(report.as_json(), handle, indent=2, ensure_ascii=False)
     return report.exit_code if report.steps else EXIT_UNAVAILABLE
+
+
+def subcommand_parser(parser: argparse.ArgumentParser, command: str) -> argparse.ArgumentParser:
+    """The parser of `tokbackend COMMAND`."""
+    [commands] = [action for action in parser._actions if isinstance(action, argparse._SubParsersAction)]
+    return commands.choices[command]
 
 
 def _logs_beside_progress_bars():
@@ -313,7 +345,8 @@ def sglang_gate(arguments: argparse.Namespace) -> int:
         3: "a JSON-schema answer does not conform",
         6: "a server cannot serve",
     }
-    print(f"result: {verdict[exit_code]} ({len(prompts)} prompts, exit {exit_code})")
+    answered = "; ".join(f"{server}: {counted(count, 'prompt')}" for server, count in report["prompts_answered"].items())
+    print(f"result: {verdict[exit_code]} (prompts answered, {answered}; exit {exit_code})")
     if arguments.json:
         Path(arguments.json).write_text(json.dumps({"exit_code": exit_code, **report}, indent=1, ensure_ascii=False))
     return exit_code
