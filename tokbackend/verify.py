@@ -283,6 +283,8 @@ def verify_model(
             guard_code_points=len(guard.code_points),
             guard_record=guard.record.get("path"),
         )
+    if report.steps[-1].status != "ok":  # an error of verify's own while loading: nothing to verify
+        return report
 
     with _Step(report, "boot probe", announce) as step:
         result = run_probe(acceleration.backend, reference_of(accelerated), acceleration.guard)
