@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import MIXED_TEXTS
+from conftest import LONG, MIXED_TEXTS
 from defects import FirstThousandCharacters, serve_with_guard
 from hypothesis import settings
 
@@ -625,3 +625,28 @@ def test_a_record_found_again_adds_its_versions_to_the_one_on_disk_and_keeps_its
     merged = json.loads(first.read_text(encoding="utf-8"))
     assert merged["applies_to"] == [{"gigatoken": "1"}, {"gigatoken": "2"}]
     assert (merged["families"], merged["models"]) == ("qwen3", "Qwen3")
+
+
+def test_a_damaged_guard_record_is_a_miss_named_then_written_anew(monkeypatch, tmp_path, caplog):
+    """A record cut short (a disk that filled, a half-copied image) or of the wrong shape does not
+    stop a start: a WARNING names the file, the guard is derived again and the record written
+    anew (before, the servers' build raised JSONDecodeError or AttributeError until someone
+    deleted the file)."""
+    from transformers import PreTrainedTokenizerFast
+
+    from equivalence.server_models import own_pipeline_model
+
+    monkeypatch.setenv("TOKBACKEND_CACHE_DIR", str(tmp_path / "cache"))
+    model = PreTrainedTokenizerFast(tokenizer_file=str(own_pipeline_model(tmp_path / "own-model") / "tokenizer.json"))
+    first = tokbackend.accelerate(model, "fastokens", early_start=False)
+    record = Path(first.tokbackend.stats()["guard_record"])
+    assert record.parent == tmp_path / "cache" / "guards", record
+    for damaged in (record.read_text()[:100], "[1, 2]"):
+        record.write_text(damaged)
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="tokbackend"):
+            again = tokbackend.accelerate(model, "fastokens", early_start=False)
+        named = [entry.getMessage() for entry in caplog.records if str(record) in entry.getMessage()]
+        assert named and ("is damaged" in named[0] or "not an object" in named[0]), named
+        assert again.encode(LONG) == model.encode(LONG)
+        assert isinstance(json.loads(Path(again.tokbackend.stats()["guard_record"]).read_text()), dict)

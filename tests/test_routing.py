@@ -3,6 +3,7 @@ lane, and what accelerate() does when no backend is exact."""
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sys
@@ -274,3 +275,17 @@ def test_a_backend_is_one_registered_class_and_verify_runs_every_step_on_it(regi
     assert all(status in ("ok", "info") for status in statuses.values()), statuses
     assert list((tmp_path / "guards").glob("toy-*.json")), "no guard record was written for the toy backend"
     assert report.as_json()["versions"]["tokenizers"]
+
+
+@pytest.mark.parametrize("damaged", ['{"cut short', "[1, 2]"], ids=["cut-short", "a-list"])
+def test_a_damaged_choices_file_is_a_miss_named_then_written_anew(damaged, hf_tokenizer, fresh_auto_cache, caplog):
+    from tokbackend.routing import choices
+
+    choices.choices_file().parent.mkdir(parents=True, exist_ok=True)
+    choices.choices_file().write_text(damaged)
+    with caplog.at_level(logging.WARNING, logger="tokbackend"):
+        fast = tokbackend.accelerate(hf_tokenizer, "auto", early_start=False)
+    assert fast.tokbackend.stats()["routing"]["backend"] == "fastokens"
+    assert any(str(choices.choices_file()) in entry.getMessage() for entry in caplog.records)
+    rewritten = json.loads(choices.choices_file().read_text())
+    assert isinstance(rewritten, dict) and [entry["backend"] for entry in rewritten.values()] == ["fastokens"]

@@ -34,6 +34,7 @@ from collections.abc import Iterator
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
+from tokbackend.cache_dir import read_json_object
 from tokbackend.package_data import package_path
 from tokbackend.tokenizer_json import does_nothing, model_head, model_settings, top_level_sections
 
@@ -196,14 +197,21 @@ def search_path(cache_dir: Path) -> list[Path]:
 
 def find_record(key: RecordKey, cache_dir: Path, versions: dict[str, str]) -> tuple[dict | None, dict | None]:
     """(a record valid for `versions`, or None; any record found, for saying why it is stale).
-    A returned record carries `path` and `matched` ("pipeline", "model" or "model, earlier format")."""
+    A returned record carries `path` and `matched` ("pipeline", "model" or "model, earlier format").
+    A damaged record is passed over (a WARNING names it); one in the cache is removed, so that
+    the derivation that follows writes it anew."""
     stale = None
     for directory in search_path(cache_dir):
         if not any(directory.glob(f"{key.family}-*.json")):
             continue  # the model's fingerprint (~30 ms) is read only where records of the family are
         for matched in ("pipeline", "model", "model, earlier format"):
             for path in sorted(directory.glob(_glob(key, matched))):
-                record = json.loads(path.read_text(encoding="utf-8"))
+                record = read_json_object(path, "guard record")
+                if record is None:
+                    if directory == cache_dir / "guards":
+                        with contextlib.suppress(OSError):
+                            path.unlink()
+                    continue
                 if _applies(record, key, matched) and versions in record.get("applies_to", []):
                     return {**record, "path": str(path), "matched": matched, "matched_versions": versions}, record
                 stale = stale or record
@@ -239,8 +247,8 @@ def write_record(record: dict, directory: Path) -> Path:
     else:
         name = f"{_file_prefix(record)}{_result_digest(record)}.json"
     path = directory / name
-    if path.is_file():
-        existing = json.loads(path.read_text(encoding="utf-8"))
+    existing = read_json_object(path, "guard record")
+    if existing is not None:
         merged = existing.get("applies_to", []) + [
             versions for versions in record["applies_to"] if versions not in existing.get("applies_to", [])
         ]

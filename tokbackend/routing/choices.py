@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from tokbackend import version
-from tokbackend.cache_dir import cache_dir
+from tokbackend.cache_dir import cache_dir, read_json_object
 from tokbackend.guard import guard_versions, model_fingerprint
 
 logger = logging.getLogger("tokbackend")
@@ -71,10 +71,7 @@ def described(key: str) -> str:
 
 
 def _read() -> dict[str, Any]:
-    try:
-        return json.loads(choices_file().read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
+    return read_json_object(choices_file(), "auto's choices file") or {}
 
 
 def _write(choices: dict[str, Any]) -> None:
