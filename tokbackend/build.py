@@ -39,6 +39,7 @@ import threading
 from collections.abc import Hashable
 
 from tokbackend.backends import BackendUnavailableError
+from tokbackend.backends.base import is_rust_panic, panics_as_errors
 from tokbackend.backends.exiting import exiting, watch_exit
 from tokbackend.options import AccelerationOptions
 from tokbackend.reference import Reference
@@ -160,7 +161,9 @@ def upgraded(build: Build, options: AccelerationOptions, model: str) -> Build:
     except NoExactBackend as failure:
         reason = _unserved(failure, options, model, changed=False, upgrading=True)
         return _failed(build, failure.routing or dataclasses.replace(build.routing, upgrade=None), reason)
-    except Exception as error:  # noqa: BLE001 - a background thread must not die silently
+    except BaseException as error:  # noqa: BLE001 - a background thread must not die silently
+        if not (isinstance(error, Exception) or is_rust_panic(error)):
+            raise
         reason = f"finishing the start-up build failed: {type(error).__name__}: {error}"
         logger.error("%s: %s; every encode now goes to HuggingFace", model, reason)
         return _failed(build, dataclasses.replace(build.routing, upgrade=None, interim=False), reason)
@@ -190,8 +193,9 @@ def _prepare(routing: Routing, skip: set[int] = frozenset()) -> threading.Thread
         if id(lane.backend) in skip or exiting():  # prepared for the build this one replaces, or
             return  # the process exits and nothing will use it (`tokbackend.backends.exiting`)
         try:
-            lane.backend.prepare()
-        except Exception as error:  # a warm-up that fails costs only speed
+            with panics_as_errors(lane.name, "preparing"):
+                lane.backend.prepare()
+        except Exception as error:  # a warm-up that fails (or panics) costs only speed
             logger.warning("backend %s: preparing it failed (%s); it serves unprepared", lane.name, error)
 
     watch_exit()

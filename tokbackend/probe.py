@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 from tokbackend.backends.arrays import encode_batch_arrays
+from tokbackend.backends.base import panics_as_errors
 
 if TYPE_CHECKING:
     from tokbackend.backends import EncodeBackend
@@ -98,8 +99,9 @@ def _compared(backend: EncodeBackend, strings: list[str], hf_ids: Callable[[list
     mismatch = None
     try:
         # both forms the lane serves: lists, and `array('q')` rows (a path of its own in a backend)
-        answers = (backend.encode_batch(strings), [list(row) for row in encode_batch_arrays(backend, strings)])
-    except Exception as error:  # a backend that cannot encode edge strings is not exact either
+        with panics_as_errors(getattr(backend, "name", type(backend).__name__)):
+            answers = (backend.encode_batch(strings), [list(row) for row in encode_batch_arrays(backend, strings)])
+    except Exception as error:  # a backend that cannot encode edge strings (or panics) is not exact either
         return ProbeResult(len(strings), time.perf_counter() - started, ProbeMismatch(f"<backend raised {error!r}>", [], []))
     for backend_ids in answers:
         mismatch = next(

@@ -47,22 +47,27 @@ def import_library(module: str, requirement: str) -> ModuleType:
 
 @contextlib.contextmanager
 def loading_tokenizer_json(library: str) -> Iterator[None]:
-    """Turns any failure to load a tokenizer.json into BackendUnavailableError with its first line."""
+    """Turns any failure to load a tokenizer.json, a Rust panic included, into
+    BackendUnavailableError with its first line."""
     try:
-        yield
+        with panics_as_errors(library, "loading"):
+            yield
     except Exception as error:
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise BackendUnavailableError(f"{library} cannot load this tokenizer.json ({reason})") from error
 
 
 @contextlib.contextmanager
-def panics_as_errors(library: str) -> Iterator[None]:
-    """Re-raises a Rust panic inside `library` as BackendPanicError, an ordinary Exception."""
+def panics_as_errors(library: str, doing: str = "encoding", error_class: type[Exception] = BackendPanicError) -> Iterator[None]:
+    """Re-raises a Rust panic inside `library` (pyo3's PanicException, a BaseException that
+    sails past `except Exception`) as `error_class`, an ordinary Exception, saying what it was
+    `doing`; wrapped around whatever runs a backend, wherever it runs, so that a panic is a
+    reported error (auto moves on, a server stops with the reason), never a thread that died."""
     try:
         yield
     except BaseException as error:
         if is_rust_panic(error):
-            raise BackendPanicError(f"{library} panicked while encoding: {error}") from None
+            raise error_class(f"{library} panicked while {doing}: {error}") from None
         raise
 
 

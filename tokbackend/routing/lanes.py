@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from tokbackend.backends import EncodeBackend, backend_class
 from tokbackend.backends.arrays import encode_array, encode_batch_arrays
-from tokbackend.backends.base import BatchEncoder
+from tokbackend.backends.base import BackendUnavailableError, BatchEncoder, panics_as_errors
 from tokbackend.backends.renewal import RenewingBackend
 from tokbackend.backends.threads import OnItsOwnThread
 from tokbackend.cache_dir import cache_dir
@@ -115,7 +115,14 @@ def build_lane(
     derivation would find nearly every code point divergent and scan them all (2,279 s for a
     changed tokenizer in one `tokbackend verify`), to be refused by the probe after it. Without
     the probe the derivation refuses such a backend itself, and any derivation stops past
-    `tokbackend.guard.DERIVATION_BUDGET` (GuardUnavailableError: the backend is not exact here)."""
+    `tokbackend.guard.DERIVATION_BUDGET` (GuardUnavailableError: the backend is not exact here).
+    A Rust panic anywhere in it (the load, the derivation, the ASCII probe) is
+    BackendUnavailableError."""
+    with panics_as_errors(name, "building its lane", BackendUnavailableError):
+        return _built_lane(name, tokenizer_json, options, early, reference)
+
+
+def _built_lane(name: str, tokenizer_json: str, options: AccelerationOptions, early: bool, reference: Reference | None) -> Lane:
     kind = backend_class(name)
 
     def load() -> EncodeBackend:
@@ -162,8 +169,9 @@ def finish_lane(lane: Lane, reference: Reference, options: AccelerationOptions, 
     if not isinstance(lane.guard, ProvisionalGuard):
         return lane, 0.0
     try:
-        exact = lane.guard.finish()
-    except GuardUnavailableError as error:  # refused or past its bound (logged): not exact here
+        with panics_as_errors(lane.name, "finishing its guard", GuardUnavailableError):
+            exact = lane.guard.finish()
+    except GuardUnavailableError as error:  # refused, past its bound (logged) or a panic: not exact here
         return f"{type(error).__name__}: {error}", 0.0
     missed = exact.code_points - lane.guard.code_points
     if missed:  # `FastDerivation.bound` promises none: a broken promise must be seen
