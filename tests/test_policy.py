@@ -220,6 +220,20 @@ def test_tokenizer_level_split_special_tokens_is_honoured(fresh_pair):
     assert fast.tokbackend.stats()["fallbacks"]["split_special_tokens"] == 1
 
 
+def test_encode_is_answered_by_the_backend_where_the_tokenizer_returns_token_type_ids(fresh_pair):
+    """`encode()` returns ids alone: a tokenizer whose `model_input_names` hold token_type_ids
+    (BERT-style configs) makes `tok(text)` return them, which HF answers, never `encode` (every
+    `encode()` of such a tokenizer went to HF)."""
+    hf, fast = fresh_pair
+    for tokenizer in (hf, fast):
+        tokenizer.model_input_names = ["input_ids", "token_type_ids", "attention_mask"]
+    before, _ = fast_counts(fast)
+    assert fast.encode(TEXTS[1]) == hf.encode(TEXTS[1])
+    assert fast_counts(fast)[0] == before + 1 and "return_token_type_ids" not in fast.tokbackend.stats()["fallbacks"]
+    assert dict(fast(TEXTS[1])) == dict(hf(TEXTS[1])) and "token_type_ids" in fast(TEXTS[1])
+    assert fast.tokbackend.stats()["fallbacks"]["return_token_type_ids"] == 2
+
+
 def test_the_policy_is_one_pure_function():
     from transformers.tokenization_utils_base import TruncationStrategy
 

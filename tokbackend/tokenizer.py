@@ -73,6 +73,10 @@ def _handed_to_hf() -> Iterator[None]:
         _hf_only.reset(token)
 
 
+# What `encode(text)` asks of the policy: ids, nothing else (read, never changed).
+_IDS_ONLY: dict[str, Any] = {"return_token_type_ids": False}
+
+
 class AcceleratedTokenizerMixin:
     """Overrides the encode surface of a HuggingFace fast tokenizer; see the module docstring."""
 
@@ -106,9 +110,11 @@ class AcceleratedTokenizerMixin:
         **kwargs,
     ):
         # The common call, `encode(text)`, goes to the policy directly, without HF's BatchEncoding
-        # round trip (~0.1 ms for a 32k-token prompt). Anything else (padding, truncation, tensors,
-        # a batch, more keywords) takes HF's own path: HF resolves and checks the arguments as
-        # it does for its own calls, and the call comes back through `_encode_plus`.
+        # round trip (~0.1 ms for a 32k-token prompt), asking for the ids alone: a tokenizer whose
+        # `model_input_names` hold token_type_ids makes `tok(text)` return them, never `encode`.
+        # Anything else (padding, truncation, tensors, a batch, more keywords) takes HF's own
+        # path: HF resolves and checks the arguments as it does for its own calls, and the call
+        # comes back through `_encode_plus`.
         if (
             padding is False
             and (truncation is None or truncation is False)
@@ -118,7 +124,7 @@ class AcceleratedTokenizerMixin:
             and type(text) is str
             and not _hf_only.get()
         ):
-            ids = self._tokbackend_answer(text, text_pair, add_special_tokens, {}, _ids_as_arrays.get())
+            ids = self._tokbackend_answer(text, text_pair, add_special_tokens, _IDS_ONLY, _ids_as_arrays.get())
             if ids is not None:
                 self._eventual_warn_about_too_long_sequence(ids[0], None, True)
                 return ids[0]
