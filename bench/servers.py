@@ -22,7 +22,7 @@ bench/served.py): the rows other than first_seconds wait for the final build bef
 
 Each configuration runs in a process of its own (SGLang's fastokens option and VLLM_USE_FASTOKENS
 patch the whole process); the ids of every request are hashed and checked against plain
-HuggingFace, computed in the driver. Run in the venvs .ci/run builds (README "SGLang", "vLLM"):
+HuggingFace, computed in the driver. Run in the venvs .ci/run builds (CONTRIBUTING "The SGLang and vLLM test venvs"):
 
   .venv-sglang/bin/python bench/servers.py sglang [--json bench/servers-sglang.json]
   .venv-vllm/bin/python bench/servers.py vllm [--json bench/servers-vllm.json]

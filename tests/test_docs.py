@@ -313,3 +313,74 @@ def test_every_extra_the_docs_name_exists():
         for group in re.findall(r"(?:tokbackend|\.)\[([\w,]+)\]", path.read_text(encoding="utf-8")):
             named.update(group.split(","))
     assert named and named <= extras, f"extras the docs name that pyproject.toml lacks: {sorted(named - extras)}"
+
+
+# -- cross-references resolve -----------------------------------------------------------------
+
+# Where the package, the tests, the benches and CI point a reader at a file or a section.
+REFERRING = [
+    *DOCS,
+    ROOT / "pyproject.toml",
+    *sorted(ROOT.glob(".ci/*")),
+    *(path for folder in ("tokbackend", "equivalence", "bench", "tests") for path in sorted((ROOT / folder).rglob("*.py"))),
+]
+REFERRING.remove(Path(__file__).resolve())  # its patterns and planted references are no references
+# `README "Heading"`, `README "A", "B"`, `docs/x.md, "Heading"` (also after a markdown link to it,
+# and wrapped onto the next line of a comment or docstring)
+SECTION_REFERENCE = re.compile(
+    r'(README|CONTRIBUTING|docs/[a-z-]+)(?:\.md)?(?:\]\([^)]*\))?,?\s+(?:#\s+)?((?:"[^"\n]+"(?:,\s+(?:#\s+)?)?)+)'
+)
+MARKDOWN_LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def _headings(path: Path) -> set[str]:
+    return {match.strip() for match in re.findall(r"^#+ (.+)$", path.read_text(encoding="utf-8"), re.MULTILINE)}
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor for a heading."""
+    return re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-")
+
+
+def broken_references(paths: list[Path]) -> list[str]:
+    """'FILE: what it points at' for every section reference to a heading its file lacks, link to
+    a local file that does not exist, or anchor no heading makes."""
+    broken = []
+    for path in paths:
+        text = path.read_text(encoding="utf-8")
+        where = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+        for match in SECTION_REFERENCE.finditer(text):
+            target = ROOT / (match.group(1) + ".md")
+            for heading in re.findall(r'"([^"]+)"', match.group(2)):
+                if not target.is_file() or heading not in _headings(target):
+                    broken.append(f"{where}: {match.group(1)} {heading!r}")
+        if path.suffix != ".md":
+            continue
+        for link in MARKDOWN_LINK.findall(text):
+            if link.startswith(("http://", "https://", "mailto:")):
+                continue
+            file, _, anchor = link.partition("#")
+            target = (path.parent / file).resolve() if file else path
+            if not target.exists():
+                broken.append(f"{where}: link to {link}")
+            elif anchor and target.suffix == ".md" and anchor not in {_slug(heading) for heading in _headings(target)}:
+                broken.append(f"{where}: anchor {link}")
+    return broken
+
+
+def test_every_cross_reference_resolves():
+    assert broken_references(REFERRING) == []
+
+
+def test_a_reference_to_a_section_that_is_gone_is_named(tmp_path):
+    """Planted: the references that had gone stale (README sections moved into docs/)."""
+    planted = tmp_path / "planted.py"
+    planted.write_text('# see README "Segment cache"; docs/verify.md, "Exit codes"; docs/sglang.md, "No such heading"\n')
+    doc = tmp_path / "planted.md"
+    doc.write_text("[here](docs/missing.md) and [there](" + str(ROOT / "docs" / "verify.md") + "#no-such-anchor)\n")
+    assert broken_references([planted, doc]) == [
+        f"{planted}: README 'Segment cache'",
+        f"{planted}: docs/sglang 'No such heading'",
+        f"{doc}: link to docs/missing.md",
+        f"{doc}: anchor {ROOT / 'docs' / 'verify.md'}#no-such-anchor",
+    ]

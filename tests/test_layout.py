@@ -136,3 +136,40 @@ def test_only_routing_knows_auto_and_only_backends_name_a_backend():
             if isinstance(node, ast.Name) and node.id in concrete[2:]:
                 offenders.append(f"{module}: {node.id}")
     assert not offenders, "\n".join(sorted(offenders))
+
+
+# The modules that may import the exactness harness (`equivalence/`): the gates, inside the
+# functions that run them (docs/architecture.md).
+GATES = {"tokbackend.verify", "tokbackend.cli", "tokbackend.integrations.sglang_gate"}
+
+
+def _imports_equivalence(path: Path) -> list[tuple[str, bool]]:
+    """(module, at module level) for each import of `equivalence` in `path`."""
+    tree = ast.parse(path.read_text())
+    top_level = {id(node) for node in tree.body}
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            names = [node.module or ""]
+        elif isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        else:
+            continue
+        found.extend((name, id(node) in top_level) for name in names if name.split(".")[0] == "equivalence")
+    return found
+
+
+def test_only_the_gates_import_the_harness_and_only_where_they_run_it():
+    wrong = [
+        f"{_module_name(path)} imports {module}" + (" at module level" if top else "")
+        for path in sorted(PACKAGE.rglob("*.py"))
+        for module, top in _imports_equivalence(path)
+        if _module_name(path) not in GATES or top
+    ]
+    assert not wrong, wrong
+
+
+def test_a_runtime_import_of_the_harness_is_found(tmp_path):
+    planted = tmp_path / "planted.py"
+    planted.write_text("import os\nfrom equivalence.corpus import prompt_text\n\ndef f():\n    import equivalence.grammar\n")
+    assert _imports_equivalence(planted) == [("equivalence.corpus", True), ("equivalence.grammar", False)]

@@ -10,7 +10,7 @@ from tokbackend.routing.names import AUTO, check_backend_name
 from tokbackend.segments import DEFAULT_SEGMENT_CACHE_MIB
 
 # The backend `accelerate()`, `load()`, `tokbackend verify` and `tokbackend guard` use when none
-# is named; see README "Backends".
+# is named; see docs/backends.md.
 DEFAULT_BACKEND = AUTO
 
 UnicodeGuardMode = Literal["derive", "refuse", "off"]
@@ -36,8 +36,8 @@ class AccelerationOptions:
     segment_cache_mib: the segment cache's budget (ids of the text between added tokens, reused
         across requests: `tokbackend.segments`), for agent and chat traffic, whose requests resend
         earlier turns; the prefix memo may take a quarter more. None turns it off. On by default
-        (`DEFAULT_SEGMENT_CACHE_MIB`, 64): on prompts that never repeat it steps aside (README
-        "Segment cache").
+        (`DEFAULT_SEGMENT_CACHE_MIB`, 64): on prompts that never repeat it steps aside
+        (docs/segment-cache.md).
     segment_cache_steps_aside: while the traffic reuses less than an eighth of its text, encode
         most calls as with the segment cache off (a sampled eighth keep looking for text worth
         caching; `tokbackend.segments`). False: every call goes through the cache.
@@ -45,7 +45,7 @@ class AccelerationOptions:
         rest on a background thread, swapping it in when ready: a guard that must be derived
         serves provisionally (it covers every code point the derivation can find; the exact one
         replaces it about a second later), and "auto" serves with the candidate that loads
-        fastest while the one it prefers loads (README "Start-up"). Off with strict=True, whose
+        fastest while the one it prefers loads (docs/start-up.md). Off with strict=True, whose
         errors must come from `accelerate()` itself; `tokenizer.tokbackend.wait_until_final()`
         waits for the swap.
     """

@@ -26,7 +26,7 @@ and leaves the others in place. A model the fast path cannot serve fails at star
 reason; set TOKBACKEND_ALLOW_HF_FALLBACK=1 to serve it with HuggingFace instead (logged; see
 `tokbackend.integrations.common`). With SGLANG_RUST_SERVER=1 SGLang tokenizes in Rust, where no
 Python hook applies (the plugin warns); before 0.5.23, Granian workers (`--enable-http2`) load
-SGLang's app by a path no hook reaches, and stay on HuggingFace (README "SGLang").
+SGLang's app by a path no hook reaches, and stay on HuggingFace (docs/sglang.md).
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ from tokbackend.backends.forking import fork_safe_lock
 from tokbackend.segments.splitter import AddedTokenSplitter, Piece, text_of
 
 # The budget to turn it on with (`segment_cache_mib=DEFAULT_SEGMENT_CACHE_MIB`): enough for ~40
-# agents' 26k-token conversations; see README "Segment cache" for the measurements behind it.
+# agents' 26k-token conversations; see docs/segment-cache.md for the measurements behind it.
 DEFAULT_SEGMENT_CACHE_MIB = 64
 # Bytes a cached piece costs beyond its text: the list (8 per id) and each int object (28).
 _BYTES_PER_ID = 36
