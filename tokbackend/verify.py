@@ -9,7 +9,7 @@ conversations; chat-template path; grammar gate; a speed line. Each step yields 
 
 Every step compares answers, exceptions included: HF raising (padding without a pad token) is
 an answer ours must match, never a crash of the gate. An error of verify's own inside a step is
-that step's `error` (exit 8), never a traceback read as a mismatch. The exit codes are
+that step's `error` (exit 8: no verdict), never a traceback read as a mismatch. The exit codes are
 `EXIT_CODES`, the one table `--help` and docs/verify.md print.
 """
 
@@ -48,8 +48,8 @@ EXIT_CODES: dict[int, str] = {
     EXIT_UNAVAILABLE: "the model cannot be served: the backend cannot serve it (the reason is printed), or "
     "HuggingFace cannot load its files (the file and the cause are printed)",
     EXIT_PARTIAL: "every step that ran passed, but some were skipped (`--only`, a missing tool): not a full verification",
-    EXIT_HARNESS: "no verdict: verify's own harness failed inside a step (the step and the error are printed, the "
-    "traceback is in the `--json` report); a fault of verify, not a mismatch",
+    EXIT_HARNESS: "no verdict: a step stopped on an error before it could compare answers (an error of verify's "
+    "harness; the step and the error are printed, the traceback is in the `--json` report): not a mismatch, not a pass",
 }
 # Where a run has several outcomes, it exits with the first of these that applies.
 EXIT_PRECEDENCE = (EXIT_NOT_FOUND, EXIT_UNAVAILABLE, EXIT_MISMATCH, EXIT_GRAMMAR, EXIT_HARNESS, EXIT_PARTIAL)
@@ -197,7 +197,8 @@ class _Step:
             return False
         self.done(
             "error",
-            f"verify's own check stopped on {_first_line(error)} (no verdict on this step; the traceback is in --json)",
+            f"stopped on {_first_line(error)} before it could compare answers (no verdict on this step; the traceback "
+            "is in --json)",
             traceback="".join(traceback.format_exception(kind, error, trace)),
         )
         return True
@@ -754,7 +755,7 @@ def verdict(report: VerifyReport) -> str:
         return "HuggingFace cannot load this model's files"
     if exit_code == EXIT_HARNESS:
         failed = "; ".join(step.name for step in report.steps if step.status == "error")
-        return f"NO VERDICT: verify's own check failed in {failed} (a fault of verify, not a mismatch)"
+        return f"NO VERDICT: {failed} stopped on an error before comparing (not a mismatch, not a pass)"
     if exit_code not in (EXIT_OK, EXIT_PARTIAL):
         return {
             EXIT_MISMATCH: "MISMATCH: do not deploy",
