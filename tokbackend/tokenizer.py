@@ -73,10 +73,6 @@ def _handed_to_hf() -> Iterator[None]:
         _hf_only.reset(token)
 
 
-# What `encode(text)` asks of the policy: ids, nothing else (read, never changed).
-_IDS_ONLY: dict[str, Any] = {"return_token_type_ids": False}
-
-
 class AcceleratedTokenizerMixin:
     """Overrides the encode surface of a HuggingFace fast tokenizer; see the module docstring."""
 
@@ -124,7 +120,7 @@ class AcceleratedTokenizerMixin:
             and type(text) is str
             and not _hf_only.get()
         ):
-            ids = self._tokbackend_answer(text, text_pair, add_special_tokens, _IDS_ONLY, _ids_as_arrays.get())
+            ids = self._tokbackend_answer(text, text_pair, add_special_tokens, {}, _ids_as_arrays.get(), ids_only=True)
             if ids is not None:
                 self._eventual_warn_about_too_long_sequence(ids[0], None, True)
                 return ids[0]
@@ -154,12 +150,14 @@ class AcceleratedTokenizerMixin:
         return tuple(kwargs.get(name) for name in _SETTINGS_KWARGS), self.truncation_side, pads, self.split_special_tokens
 
     def _tokbackend_answer(
-        self, text, text_pair, add_special_tokens, kwargs: dict[str, Any], arrays: bool = False
+        self, text, text_pair, add_special_tokens, kwargs: dict[str, Any], arrays: bool = False, ids_only: bool = False
     ) -> list[list[int]] | None:
         """The backend's ids for this call (as `array('q')`s with `arrays`), or None after
-        recording why HuggingFace answers it."""
+        recording why HuggingFace answers it. `ids_only`: the caller returns the ids alone
+        (`encode`), so the token type ids `model_input_names` may ask for are never made."""
         state = self._tokbackend
-        defaults = TokenizerDefaults(self.split_special_tokens, "token_type_ids" in self.model_input_names, self.truncation_side)
+        returns_token_type_ids = not ids_only and "token_type_ids" in self.model_input_names
+        defaults = TokenizerDefaults(self.split_special_tokens, returns_token_type_ids, self.truncation_side)
         reason = fast_path_reason(text, text_pair, add_special_tokens, kwargs, defaults)
         if reason is not None:
             state.record_fallback(reason, ", ".join(unknown_kwargs(kwargs)) if reason is FallbackReason.UNKNOWN_KWARG else None)
