@@ -77,6 +77,9 @@ KNOWN_KWARGS = frozenset(
         *_HARMLESS_KWARGS,
     }
 )
+# (keyword, reason) of each flag, read once: an enum's `.value` is a Python-level property, and the
+# policy runs on every call.
+_FLAG_KWARGS = tuple((flag.value, flag) for flag in _FLAGS_NEEDING_HF)
 # Truncation strategies that, for one sequence, cut it to `max_length` and nothing else.
 _SINGLE_SEQUENCE_TRUNCATION = frozenset({"longest_first", "only_first"})
 # Rust takes `max_length` and `stride` as usize: pyo3 raises OverflowError outside [0, 2**64).
@@ -122,10 +125,12 @@ def fast_path_reason(
         return FallbackReason.TEXT_PAIR
     if add_special_tokens is not True and add_special_tokens is not False:
         return FallbackReason.ARGUMENT_VALUE
-    if _value(kwargs.get("padding_strategy")) not in (None, "do_not_pad"):
+    # HF's strategies are str enums, equal to their values: compared as they come (no `.value`,
+    # a Python-level property, on every call); anything else that is not one of these goes to HF.
+    if kwargs.get("padding_strategy") not in (None, "do_not_pad"):
         return FallbackReason.PADDING
     truncation = kwargs.get("truncation_strategy")
-    if _value(truncation) not in (None, "do_not_truncate"):
+    if truncation not in (None, "do_not_truncate"):
         if not isinstance(truncation, enum.Enum) or truncation.value not in _SINGLE_SEQUENCE_TRUNCATION:
             return FallbackReason.TRUNCATION
         if not _is_usize(kwargs.get("max_length")) or not _is_usize(kwargs.get("stride", 0)):
@@ -145,17 +150,17 @@ def fast_path_reason(
     is_split_into_words = kwargs.get("is_split_into_words", False)
     if is_split_into_words is not False:
         return FallbackReason.IS_SPLIT_INTO_WORDS if is_split_into_words else FallbackReason.ARGUMENT_VALUE
-    for flag in _FLAGS_NEEDING_HF:
-        if kwargs.get(flag.value):
+    for keyword, flag in _FLAG_KWARGS:
+        if kwargs.get(keyword):
             return FallbackReason.TRUNCATION if flag is FallbackReason.RETURN_OVERFLOWING_TOKENS and truncation else flag
-    if any(key not in KNOWN_KWARGS for key in kwargs):
+    if kwargs and not KNOWN_KWARGS.issuperset(kwargs):
         return FallbackReason.UNKNOWN_KWARG
     return None
 
 
 def truncation_of(kwargs: Mapping[str, Any]) -> Truncation | None:
     """The truncation a call allowed by `fast_path_reason` asks for; None when it asks for none."""
-    if _value(kwargs.get("truncation_strategy")) in (None, "do_not_truncate"):
+    if kwargs.get("truncation_strategy") in (None, "do_not_truncate"):
         return None
     return Truncation(kwargs["max_length"], kwargs.get("stride", 0))
 
@@ -168,8 +173,3 @@ def _is_usize(value: Any) -> bool:
 def unknown_kwargs(kwargs: Mapping[str, Any]) -> list[str]:
     """The keyword arguments `fast_path_reason` does not know, for the log line."""
     return sorted(key for key in kwargs if key not in KNOWN_KWARGS)
-
-
-def _value(strategy: Any) -> Any:
-    """An HF strategy enum's string value (they are str enums), or the value itself."""
-    return getattr(strategy, "value", strategy)
