@@ -57,18 +57,23 @@ def loading_tokenizer_json(library: str) -> Iterator[None]:
         raise BackendUnavailableError(f"{library} cannot load this tokenizer.json ({reason})") from error
 
 
-@contextlib.contextmanager
-def panics_as_errors(library: str, doing: str = "encoding", error_class: type[Exception] = BackendPanicError) -> Iterator[None]:
-    """Re-raises a Rust panic inside `library` (pyo3's PanicException, a BaseException that
-    sails past `except Exception`) as `error_class`, an ordinary Exception, saying what it was
-    `doing`; wrapped around whatever runs a backend, wherever it runs, so that a panic is a
-    reported error (auto moves on, a server stops with the reason), never a thread that died."""
-    try:
-        yield
-    except BaseException as error:
-        if is_rust_panic(error):
-            raise error_class(f"{library} panicked while {doing}: {error}") from None
-        raise
+class panics_as_errors:  # noqa: N801 - used as a context manager, named as one
+    """`with panics_as_errors(library):` re-raises a Rust panic inside `library` (pyo3's
+    PanicException, a BaseException that sails past `except Exception`) as `error_class`, an
+    ordinary Exception, saying what it was `doing`; wrapped around whatever runs a backend,
+    wherever it runs, so that a panic is a reported error (auto moves on, a server stops with the
+    reason), never a thread that died. It keeps no state: one made once serves every call and
+    thread (two Python frames a call, where a generator-based context manager takes six)."""
+
+    def __init__(self, library: str, doing: str = "encoding", error_class: type[Exception] = BackendPanicError) -> None:
+        self.library, self.doing, self.error_class = library, doing, error_class
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, trace: object) -> None:
+        if error is not None and is_rust_panic(error):
+            raise self.error_class(f"{self.library} panicked while {self.doing}: {error}") from None
 
 
 # texts -> one id list each: a backend's `encode_batch`, HuggingFace's ids for them (the answer

@@ -31,6 +31,9 @@ from tokbackend.backends.base import import_library, loading_tokenizer_json, pan
 from tokbackend.backends.exiting import exiting
 from tokbackend.backends.warmup import builtin_texts
 
+# A panic inside fastokens while it encodes, as BackendPanicError (made once: it keeps no state).
+_PANICS_AS_ERRORS = panics_as_errors("fastokens")
+
 
 @dataclasses.dataclass(frozen=True)
 class FastokensOptions:
@@ -74,7 +77,7 @@ class FastokensBackend:
         return self._single(text)
 
     def encode_batch(self, texts: list[str]) -> list[list[int]]:
-        with panics_as_errors("fastokens"):
+        with _PANICS_AS_ERRORS:
             return [encoding.ids for encoding in self._rust.encode_batch(texts)]
 
     def encode_array(self, text: str) -> array.array:
@@ -82,7 +85,7 @@ class FastokensBackend:
 
     def encode_batch_arrays(self, texts: list[str]) -> list[array.array]:
         # the flat buffer: no Python ints at all
-        with panics_as_errors("fastokens"):
+        with _PANICS_AS_ERRORS:
             ids_buffer, offsets_buffer = self._rust.encode_batch_flat(texts)
         return split_uint32(little_endian_uint32(ids_buffer), np.frombuffer(offsets_buffer, dtype="<u8"))
 
@@ -96,11 +99,11 @@ class FastokensBackend:
                 self._choose_single_form()
 
     def _ids(self, text: str) -> list[int]:
-        with panics_as_errors("fastokens"):
+        with _PANICS_AS_ERRORS:
             return self._rust.encode(text).ids
 
     def _flat(self, text: str) -> list[int]:
-        with panics_as_errors("fastokens"):
+        with _PANICS_AS_ERRORS:
             ids_buffer, _ = self._rust.encode_batch_flat([text])
         ids = array.array("I", ids_buffer)
         if sys.byteorder == "big":  # pragma: no cover - the buffer is little-endian

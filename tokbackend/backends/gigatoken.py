@@ -23,6 +23,9 @@ from tokbackend.backends.base import import_library, loading_tokenizer_json, pan
 from tokbackend.backends.forking import in_forked_child
 from tokbackend.backends.warmup import builtin_texts
 
+# A panic inside gigatoken while it encodes, as BackendPanicError (made once: it keeps no state).
+_PANICS_AS_ERRORS = panics_as_errors("gigatoken")
+
 
 @dataclasses.dataclass(frozen=True)
 class GigatokenOptions:
@@ -79,7 +82,7 @@ class GigatokenBackend:
         return self._arrays(texts, parallel=len(texts) > 1 and not in_forked_child())
 
     def _arrays(self, texts: list[str], parallel: bool) -> list[array]:
-        with panics_as_errors("gigatoken"):
+        with _PANICS_AS_ERRORS:
             result = self._rust.encode_batch(texts, parallel=parallel)
         layout = getattr(result, "layout", None)
         if layout is not None:
@@ -102,5 +105,5 @@ class GigatokenBackend:
             self._call(list(builtin_texts()), parallel=True)
 
     def _call(self, texts: list[str], parallel: bool) -> list[list[int]]:
-        with panics_as_errors("gigatoken"):
+        with _PANICS_AS_ERRORS:
             return self._rust.encode_batch_list(texts, parallel=parallel)
