@@ -35,8 +35,8 @@ def wheel_names(tmp_path_factory) -> set[str]:
     wheel = os.environ.get("TOKBACKEND_WHEEL")
     if not wheel:
         outdir = tmp_path_factory.mktemp("wheel")
-        command = [sys.executable, "-m", "build", "--wheel", "--outdir", str(outdir), str(SOURCE_TREE)]
-        subprocess.run(command, check=True, capture_output=True, timeout=600)
+        command = ["bash", str(SOURCE_TREE / ".ci" / "build"), str(outdir), "--wheel"]
+        subprocess.run(command, check=True, capture_output=True, timeout=600, env={**os.environ, "PYTHON": sys.executable})
         (wheel,) = map(str, outdir.glob("tokbackend-*.whl"))
     with zipfile.ZipFile(wheel) as archive:
         return set(archive.namelist())
@@ -128,3 +128,19 @@ def test_a_missing_data_file_is_named_with_the_fix(tmp_path, monkeypatch):
     monkeypatch.setattr(package_data, "package_path", lambda package, name: tmp_path / name)
     with pytest.raises(MissingPackageDataError, match=r"unicode_history\.json is missing .*reinstall tokbackend"):
         package_data.read_text("tokbackend.guard", "unicode_history.json")
+
+
+def _build_outputs() -> set[str]:
+    """What a build in place leaves at the top of the tree: build/, dist/, *.egg-info/."""
+    return {path.name for path in SOURCE_TREE.iterdir() if path.name in ("build", "dist") or path.name.endswith(".egg-info")}
+
+
+def test_a_build_leaves_the_source_tree_as_it_found_it(tmp_path):
+    """`.ci/build` builds from a copy of the tree (`python -m build` on the tree itself left
+    build/, tokbackend.egg-info/ and dist/ there after every test run)."""
+    before = _build_outputs()
+    command = ["bash", str(SOURCE_TREE / ".ci" / "build"), str(tmp_path), "--wheel"]
+    completed = subprocess.run(command, capture_output=True, text=True, check=False, env={**os.environ, "PYTHON": sys.executable})
+    assert completed.returncode == 0, completed.stdout[-2000:] + completed.stderr[-2000:]
+    assert [path.name for path in tmp_path.glob("tokbackend-*.whl")]
+    assert _build_outputs() == before
