@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import Flaky
 
 from equivalence.strategies import EXAMPLES
-from tokbackend.backends.base import is_rust_panic
+from tokbackend.backends.base import is_error
 from tokbackend.probe import first_difference
 
 Encoder = Callable[[str], list[int]]
@@ -42,12 +42,10 @@ def answer_of(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     (pyo3's PanicException, a BaseException); KeyboardInterrupt and the like go through."""
     try:
         return function(*args, **kwargs)
-    except Exception as error:  # noqa: BLE001 - the exception is the answer
+    except BaseException as error:  # noqa: BLE001 - the exception is the answer
+        if not is_error(error):
+            raise
         return Raised(type(error).__name__, str(error))
-    except BaseException as error:
-        if is_rust_panic(error):
-            return Raised(type(error).__name__, str(error))
-        raise
 
 
 class Disagreement(AssertionError):

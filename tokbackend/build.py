@@ -39,7 +39,7 @@ import threading
 from collections.abc import Hashable
 
 from tokbackend.backends import BackendUnavailableError
-from tokbackend.backends.base import is_rust_panic, panics_as_errors
+from tokbackend.backends.base import is_error, panics_as_errors
 from tokbackend.backends.exiting import exiting, watch_exit
 from tokbackend.options import AccelerationOptions
 from tokbackend.reference import Reference
@@ -162,7 +162,7 @@ def upgraded(build: Build, options: AccelerationOptions, model: str) -> Build:
         reason = _unserved(failure, options, model, changed=False, upgrading=True)
         return _failed(build, failure.routing or dataclasses.replace(build.routing, upgrade=None), reason)
     except BaseException as error:  # noqa: BLE001 - a background thread must not die silently
-        if not (isinstance(error, Exception) or is_rust_panic(error)):
+        if not is_error(error):
             raise
         reason = f"finishing the start-up build failed: {type(error).__name__}: {error}"
         logger.error("%s: %s; every encode now goes to HuggingFace", model, reason)

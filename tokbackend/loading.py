@@ -101,8 +101,9 @@ def load_hf(name_or_path: str, **from_pretrained_kwargs: Any) -> PreTrainedToken
     from transformers import AutoTokenizer
 
     resolved = resolve_model(name_or_path)
-    if Path(resolved).expanduser().name in TOKENIZER_FILES and Path(resolved).expanduser().is_file():
-        resolved = str(Path(resolved).expanduser().parent)
+    given = Path(resolved).expanduser()
+    if given.name in TOKENIZER_FILES and given.is_file():
+        resolved = str(given.parent)
     from_pretrained_kwargs.setdefault("local_files_only", True)
     if from_pretrained_kwargs["local_files_only"]:
         missing = _not_found(name_or_path, resolved)

@@ -62,6 +62,9 @@ _FLAGS_NEEDING_HF = (
     FallbackReason.RETURN_LENGTH,
     FallbackReason.SANITIZE_CONTROL_TOKENS,
 )
+# (keyword, reason) of each flag, read once: an enum's `.value` is a Python-level property, and the
+# policy runs on every call.
+_FLAG_KWARGS = tuple((flag.value, flag) for flag in _FLAGS_NEEDING_HF)
 # Accepted with any value: read for truthiness only, or never read without padding or truncation
 # (where `max_length` and `stride` are checked above).
 _HARMLESS_KWARGS = frozenset({"verbose", "stride", "padding_side", "max_length", "pad_to_multiple_of", "is_split_into_words"})
@@ -73,13 +76,10 @@ KNOWN_KWARGS = frozenset(
         "split_special_tokens",
         "return_token_type_ids",
         "return_attention_mask",
-        *(flag.value for flag in _FLAGS_NEEDING_HF),
+        *(keyword for keyword, _ in _FLAG_KWARGS),
         *_HARMLESS_KWARGS,
     }
 )
-# (keyword, reason) of each flag, read once: an enum's `.value` is a Python-level property, and the
-# policy runs on every call.
-_FLAG_KWARGS = tuple((flag.value, flag) for flag in _FLAGS_NEEDING_HF)
 # Truncation strategies that, for one sequence, cut it to `max_length` and nothing else.
 _SINGLE_SEQUENCE_TRUNCATION = frozenset({"longest_first", "only_first"})
 # Rust takes `max_length` and `stride` as usize: pyo3 raises OverflowError outside [0, 2**64).

@@ -19,7 +19,7 @@ from array import array
 from typing import Any
 
 from tokbackend.backends import EncodeBackend
-from tokbackend.backends.base import is_rust_panic
+from tokbackend.backends.base import is_error
 from tokbackend.backends.forking import fork_safe_lock
 from tokbackend.build import UNBUILT, Build, FastPathError, build_for
 from tokbackend.guard import UnicodeGuard
@@ -298,7 +298,7 @@ class AccelerationState:
                 ids, guarded = routing.encode(texts, reference.hf_ids, arrays=arrays)
                 answered_by_hf = len(guarded)
         except BaseException as error:  # an Exception, or a Rust panic in a backend that lets one out
-            if not (isinstance(error, Exception) or is_rust_panic(error)):
+            if not is_error(error):
                 raise
             # Bad input (a lone surrogate, say) must fail exactly as HuggingFace fails on it.
             reason = FallbackReason.BACKEND_ERROR if all(map(_is_valid_text, texts)) else FallbackReason.BAD_INPUT

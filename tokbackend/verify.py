@@ -28,7 +28,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from tokbackend.backends.base import is_rust_panic
+from tokbackend.backends.base import is_error
 from tokbackend.options import DEFAULT_BACKEND
 from tokbackend.wording import counted
 
@@ -165,12 +165,6 @@ def _first_line(error: BaseException) -> str:
     return f"{type(error).__name__}: {lines[0]}" if lines else type(error).__name__
 
 
-def _is_error(error: BaseException) -> bool:
-    """An error to report (any Exception, and a Rust panic, which pyo3 makes a BaseException),
-    as opposed to KeyboardInterrupt, SystemExit and the like, which go through."""
-    return isinstance(error, Exception) or is_rust_panic(error)
-
-
 class _Step:
     """Times one step and appends its result to the report. An error that escapes the step is
     its result: status "error" (exit 8) with the error's first line, the traceback in its data."""
@@ -193,7 +187,7 @@ class _Step:
         self.announce(f"   {status}: {detail}")
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, trace: Any) -> bool:
-        if error is None or not _is_error(error):
+        if error is None or not is_error(error):
             return False
         self.done(
             "error",
@@ -268,7 +262,7 @@ def verify_model(
             step.done("unavailable", str(error).removeprefix("tokbackend: "))
             return report
         except BaseException as error:
-            if not _is_error(error):
+            if not is_error(error):
                 raise
             step.done("unavailable", f"backend {backend!r} cannot serve {model}: {_first_line(error)}")
             return report

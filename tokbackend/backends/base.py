@@ -37,6 +37,12 @@ def is_rust_panic(error: BaseException) -> bool:
     return kind.__name__ == "PanicException" and kind.__module__ == "pyo3_runtime"
 
 
+def is_error(error: BaseException) -> bool:
+    """An error to report or answer with: any Exception, and a Rust panic; not KeyboardInterrupt,
+    SystemExit and the like, which go through."""
+    return isinstance(error, Exception) or is_rust_panic(error)
+
+
 def import_library(module: str, requirement: str) -> ModuleType:
     """The backend's library, or BackendUnavailableError naming the package to install."""
     try:
