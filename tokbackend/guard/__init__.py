@@ -208,9 +208,9 @@ def _derived(derivation_for, key, backend_name: str, versions: dict[str, str], c
             record = derivation_for().record(backend_name, key, versions)
         record = {**record, "path": str(write_record(record, cache_dir / "guards")), "matched": "derived here"}
     logger.warning(
-        "guard derived in %.1f s: %d code points, saved to %s",
+        "guard derived in %.1f s: %s, saved to %s",
         record["scan_seconds"],
-        len(from_ranges(record["code_points"])),
+        counted(len(from_ranges(record["code_points"])), "code point"),
         record["path"],
     )
     return _guard_from(record)

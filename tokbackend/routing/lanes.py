@@ -23,6 +23,7 @@ from tokbackend.cache_dir import cache_dir
 from tokbackend.guard import GuardUnavailableError, ProvisionalGuard, UnicodeGuard, load_guard
 from tokbackend.guard.scan import format_ranges
 from tokbackend.probe import ascii_probe, probe_lane
+from tokbackend.wording import counted
 
 if TYPE_CHECKING:
     from tokbackend.options import AccelerationOptions
@@ -176,10 +177,10 @@ def finish_lane(lane: Lane, reference: Reference, options: AccelerationOptions, 
     missed = exact.code_points - lane.guard.code_points
     if missed:  # `FastDerivation.bound` promises none: a broken promise must be seen
         logger.error(
-            "backend %s: the exact guard holds %d code points its provisional guard did not (%s): "
+            "backend %s: the exact guard holds %s its provisional guard did not (%s): "
             "texts holding them that the backend answered before now may differ from HuggingFace",
             lane.name,
-            len(missed),
+            counted(len(missed), "code point"),
             format_ranges(missed, 8),
         )
     final = Lane(lane.name, lane.backend, exact)
