@@ -432,11 +432,61 @@ def test_a_fast_result_offers_what_hfs_does(hf_tokenizer, fast_tokenizer, call):
 
 
 def test_its_encodings_are_computed_only_when_asked_for(fresh_pair):
+    from tokbackend.lazy_encodings import encodings_computed
+
     hf, fast = fresh_pair
     result = fast("hello <|im_end|> there")
-    assert result.is_fast and result.n_sequences == 1 and result["input_ids"] == hf("hello <|im_end|> there")["input_ids"]
-    assert not result._encodings.computed  # nothing computed by reading ids, is_fast, n_sequences
-    assert result.tokens() == ["hello", "Ġ", "<|im_end|>", "Ġthere"] and result._encodings.computed
+    assert result.n_sequences == 1 and result["input_ids"] == hf("hello <|im_end|> there")["input_ids"]
+    assert dict(result) == dict(hf("hello <|im_end|> there"))
+    assert not encodings_computed(result)  # nothing computed by reading the ids, dict(), n_sequences
+    assert result.tokens() == ["hello", "Ġ", "<|im_end|>", "Ġthere"] and encodings_computed(result)
+
+
+def test_its_encodings_are_a_plain_list_even_to_c_code(fresh_pair):
+    """C code reads a list's storage directly: a list subclass that fills itself on a Python
+    method call read as empty there (`[None] + result.encodings` had 1 element, HF's 4)."""
+    import operator
+
+    hf, fast = fresh_pair
+    texts = ["hello world", "another text here", "third"]
+    for read in (
+        lambda result: type(result.encodings),
+        lambda result: [type(item) for item in [None] + result.encodings],
+        lambda result: len(operator.concat(result.encodings, [])),
+        lambda result: len(list.__add__([], result.encodings)),
+        lambda result: [encoding.ids for encoding in tuple(result.encodings)],
+        lambda result: result[1].ids,
+        lambda result: (result.is_fast, result.tokens(2)),
+    ):
+        ours = fast(texts)
+        assert fast.tokbackend.stats()["fast_texts"] > 0
+        assert read(ours) == read(hf(texts))
+    assert type(fast("one text").encodings) is list and len(fast("one text").encodings) == 1
+
+
+def test_hfs_own_results_read_as_before(hf_tokenizer):
+    """The one descriptor installed on BatchEncoding returns what HF stored, untouched."""
+    import copy
+    import pickle
+
+    from transformers.tokenization_utils_base import BatchEncoding
+
+    import tokbackend.lazy_encodings  # noqa: F401 - installs it
+
+    plain = BatchEncoding({"input_ids": [1, 2]})
+    assert plain.encodings is None and not plain.is_fast and plain._encodings is None
+    result = hf_tokenizer(["a b", "c"])
+    stored = result.__dict__["_encodings"]
+    assert result.encodings is stored and type(stored) is list
+    for copied in (pickle.loads(pickle.dumps(result)), copy.deepcopy(result), copy.copy(result)):
+        assert type(copied) is BatchEncoding and [e.ids for e in copied.encodings] == [e.ids for e in stored]
+    del result._encodings
+    try:
+        result._encodings
+    except AttributeError:
+        pass
+    else:
+        raise AssertionError("a deleted _encodings still reads")
 
 
 def test_the_assistant_tokens_mask_is_hfs(hf_tokenizer, fast_tokenizer):
