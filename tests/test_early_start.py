@@ -59,7 +59,9 @@ def test_an_unseen_pipeline_serves_at_once_under_a_guard_that_covers_the_exact_o
     for text in TEXTS:
         assert fast.encode(text) == qwen3.encode(text)
     assert fast.tokbackend.stats()["fast_texts"] == 2  # the first and the last: the backend answered
+    assert fast.tokbackend.stats()["start_up"]["phase"] == "early"
     assert fast.tokbackend.wait_until_final(120)
+    assert fast.tokbackend.stats()["start_up"]["phase"] == "final"
     exact = fast.tokbackend.guard
     assert not isinstance(exact, ProvisionalGuard) and exact.record["matched"] == "derived here"
     assert exact.code_points <= provisional.code_points
@@ -281,10 +283,12 @@ def test_a_failure_finishing_an_early_start_is_an_error_and_hf_serves(qwen3, uns
     early build (its guard was provisional): an ERROR, the reason in stats(), HF answers."""
     fast = tokbackend.accelerate(qwen3, backend)
     assert not fast.tokbackend.build.final and fast.tokbackend.stats()["start_up"]["failed"] is None
+    assert fast.tokbackend.stats()["start_up"]["phase"] == "early"
     with caplog.at_level(logging.ERROR, logger="tokbackend"):
         assert fast.tokbackend.wait_until_final(120)
     failed = fast.tokbackend.stats()["start_up"]["failed"]
     assert failed is not None and "FileNotFoundError: planted" in failed
+    assert fast.tokbackend.stats()["start_up"]["phase"] == "failed"
     assert not fast.tokbackend.fast_path_enabled and fast.tokbackend.disabled_reason == failed
     errors = [record.getMessage() for record in caplog.records if record.levelno == logging.ERROR]
     assert any("finishing the start-up build failed" in message and "HuggingFace" in message for message in errors), errors
@@ -537,3 +541,18 @@ def test_a_process_that_exits_stops_the_background_work_it_no_longer_needs(backe
     assert f"SERVES {backend == 'gigatoken'} [9707]" in completed.stdout, completed.stdout
     assert "BUILT A SPARE" not in completed.stdout
     assert "FINISHED THE START-UP BUILD" not in completed.stdout
+
+
+def test_a_step_the_lifecycle_table_does_not_allow_is_refused(qwen3, unseen_pipeline):
+    """`_swap` is the one place a build is swapped in, and it holds to `PHASES`: planted, an
+    early build put back over the final one it became (a finishing that ran twice) is refused,
+    and the final build serves on."""
+    fast = tokbackend.accelerate(qwen3, "gigatoken")
+    early = fast.tokbackend.build
+    assert early.phase.value == "early" and fast.tokbackend.wait_until_final(120)
+    final = fast.tokbackend.build
+    state = fast.tokbackend
+    with pytest.raises(RuntimeError, match="phase 'final' cannot be replaced by one in phase 'early'"):
+        with state._rebuild_lock:
+            state._swap(early, state.serving[1])
+    assert state.build is final and fast.encode(TEXTS[1]) == qwen3.encode(TEXTS[1])

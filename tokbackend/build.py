@@ -5,17 +5,10 @@ is off), the special-token affixes, the segment cache, and the content of the to
 was built for (`Reference.content`). A rebuild makes a new one and the state swaps it in with one
 assignment, so a call never sees half of one build and half of another.
 
-A build is in one of four states (`final`, `failed`, `disabled_reason`; `stats()["start_up"]`):
-
-| state  | made by                         | who answers                                   | what follows             |
-|--------|---------------------------------|-----------------------------------------------|--------------------------|
-| early  | `build_for`, early start        | its routing: guarded texts (a provisional      | `next`: a Future of      |
-|        | (`AccelerationOptions`)         | guard) HF, the rest the backend (auto's bridge | `upgraded`, final or     |
-|        |                                 | while auto's choice loads)                     | failed, swapped in       |
-| final  | `build_for`, or `upgraded`      | its routing (guarded texts HF)                 | nothing (`next` None)    |
-| failed | `upgraded` (no exact backend    | HF, every call (ERROR logged; `tokbackend      | nothing                  |
-|        | found, or an error)             | verify` exits non-zero)                        |                          |
-| off    | `build_for` (no exact backend)  | HF, every call                                 | nothing                  |
+A build is in one of the phases of `Phase` (`Build.phase`, `stats()["start_up"]["phase"]`);
+`PHASES` says, for each, who answers and which phases may replace it, and docs/start-up.md
+holds the table `lifecycle_table()` makes of it (a test checks the two agree). A state swaps a
+build in only through `AccelerationState._swap`, which checks the step against `PHASES`.
 
 - An early build's `next` (`tokbackend.successors.Successor`) runs `upgraded` on the one
   process-wide executor thread, once the calls of every state serving the build pause; that
@@ -34,6 +27,7 @@ A build is in one of four states (`final`, `failed`, `disabled_reason`; `stats()
 from __future__ import annotations
 
 import dataclasses
+import enum
 import logging
 import threading
 from collections.abc import Hashable
@@ -57,13 +51,61 @@ class FastPathError(RuntimeError):
 Affixes = tuple[list[int], list[int]]
 
 
+UNBUILT_REASON = "not built yet"
+
+
+class Phase(str, enum.Enum):
+    """Where a build stands in the start-up (see `PHASES`)."""
+
+    UNBUILT = "unbuilt"
+    EARLY = "early"
+    FINAL = "final"
+    FAILED = "failed"
+    OFF = "off"
+
+
+@dataclasses.dataclass(frozen=True)
+class PhaseRule:
+    made_by: str
+    who_answers: str
+    followed_by: tuple[Phase, ...]  # phases whose build may replace it (a change to the tokenizer aside)
+
+
+# Every phase, who answers in it and what may replace it: the one table of the lifecycle. Any
+# build may also be replaced by a new build for a changed tokenizer (`AccelerationState.rebuild`).
+PHASES: dict[Phase, PhaseRule] = {
+    Phase.UNBUILT: PhaseRule("the state, before `accelerate()` builds", "nobody: `accelerate()` builds first", (Phase.EARLY, Phase.FINAL, Phase.OFF)),
+    Phase.EARLY: PhaseRule(
+        "`build_for` with an early start (`AccelerationOptions.early_start`)",
+        "the early routing: texts its provisional guard holds go to HF, the rest to the backend (for `auto`, the cheapest to load while its choice loads)",
+        (Phase.FINAL, Phase.FAILED),
+    ),
+    Phase.FINAL: PhaseRule("`build_for`, or `upgraded` after an early start", "the routing: texts its exact guard holds go to HF, the rest to the backend", ()),
+    Phase.FAILED: PhaseRule(
+        "`upgraded`: finishing an early start found no exact backend, or an error or a Rust panic",
+        "HF, every call; an ERROR logged, `stats()[\"start_up\"][\"failed\"]` says why, `tokbackend verify` exits 6",
+        (),
+    ),
+    Phase.OFF: PhaseRule("`build_for`: no backend is exact (or none loads, with `allow_hf_fallback`)", "HF, every call", ()),
+}
+
+
+def lifecycle_table() -> str:
+    """`PHASES` as the markdown table docs/start-up.md holds."""
+    rows = ["| phase | made by | who answers | what may replace it |", "|---|---|---|---|"]
+    for phase, rule in PHASES.items():
+        follows = ", ".join(f"`{after.value}`" for after in rule.followed_by) or "nothing"
+        rows.append(f"| `{phase.value}` | {rule.made_by} | {rule.who_answers} | {follows} |")
+    return "\n".join(rows) + "\n"
+
+
 @dataclasses.dataclass(frozen=True)
 class Build:
     """What the fast path serves with; see the module docstring."""
 
     content: Hashable | None
     routing: Routing | None = None
-    disabled_reason: str | None = "not built yet"
+    disabled_reason: str | None = UNBUILT_REASON
     probe_seconds: float = 0.0
     # the ids HF's post-processor puts around one sequence; None: not a fixed prefix/suffix
     affixes: Affixes | None = None
@@ -85,6 +127,16 @@ class Build:
     # whether nothing is left to swap in (an early start's build is not, `upgraded`); read on
     # every call, so set once here
     final: bool = dataclasses.field(init=False, compare=False)
+
+    @property
+    def phase(self) -> Phase:
+        if self.content is None and self.disabled_reason == UNBUILT_REASON:
+            return Phase.UNBUILT
+        if self.failed is not None:
+            return Phase.FAILED
+        if self.disabled_reason is not None:
+            return Phase.OFF
+        return Phase.FINAL if self.final else Phase.EARLY
 
     def __post_init__(self) -> None:
         final = self.routing is None or self.routing.upgrade is None or self.disabled_reason is not None

@@ -21,7 +21,7 @@ from typing import Any
 from tokbackend.backends import EncodeBackend
 from tokbackend.backends.base import is_error
 from tokbackend.backends.forking import fork_safe_lock
-from tokbackend.build import UNBUILT, Build, FastPathError, build_for
+from tokbackend.build import PHASES, UNBUILT, Build, FastPathError, build_for
 from tokbackend.guard import UnicodeGuard
 from tokbackend.options import AccelerationOptions
 from tokbackend.policy import FallbackReason, Truncation
@@ -128,7 +128,12 @@ class AccelerationState:
             "segment_cache": self._segment_cache_stats(build),
             # an early start: whether the build serving is final, how long finishing it took, and
             # why finishing it failed (the fast path is then off)
-            "start_up": {"final": build.final, "finished_in_s": self.upgrade_seconds, "failed": build.failed},
+            "start_up": {
+                "phase": build.phase.value,
+                "final": build.final,
+                "finished_in_s": self.upgrade_seconds,
+                "failed": build.failed,
+            },
             **backend_stats,
             **self.counters.snapshot(),
         }
@@ -199,7 +204,8 @@ class AccelerationState:
         the caller has checked that `other` serves the reference's content. A build not final
         yet is finished once for both (they share its `next`)."""
         with self._rebuild_lock:
-            self._serving, self.counters = (other.build, reference.fingerprint()), other.counters
+            self._swap(other.build, reference.fingerprint())
+            self.counters = other.counters
             build = self._serving[0]
         self._follow(build)
 
@@ -218,9 +224,19 @@ class AccelerationState:
             content = reference.content()
             if content != build.content:
                 build = build_for(reference, self.options, content, changed=changed or build is not UNBUILT)
-            self._serving = (build, fingerprint)
+            self._swap(build, fingerprint)
         self._follow(build)
         return build
+
+    def _swap(self, build: Build, fingerprint: object) -> None:
+        """Serve with `build` from now on (the caller holds `_rebuild_lock`): the one place a
+        state's build changes. A build for another tokenizer state replaces any; otherwise the
+        step must be one `PHASES` allows (the same build, with a newer fingerprint, stays)."""
+        current = self._serving[0]
+        if build is not current and build.content == current.content and current is not UNBUILT:
+            if build.phase not in PHASES[current.phase].followed_by:
+                raise RuntimeError(f"tokbackend: a build in phase {current.phase.value!r} cannot be replaced by one in phase {build.phase.value!r}")
+        self._serving = (build, fingerprint)
 
     def _follow(self, build: Build) -> None:
         """Have an early start's build swapped for its successor once that is finished, by the
@@ -236,7 +252,7 @@ class AccelerationState:
             build = self._serving[0]
             if build.next is not successor or final is None or final is build:
                 return  # a newer build serves, or nothing follows (the process exits)
-            self._serving = (final, self._serving[1])
+            self._swap(final, self._serving[1])
             self.upgrade_seconds = successor.seconds
         logger.info("%s: start-up build finished in %.1f s: %s", self.model, self.upgrade_seconds, self.describe())
 
