@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import logging
 import pickle
+import sys
 import uuid
 from array import array
 
@@ -17,7 +18,7 @@ from tokenizers import processors
 import tokbackend
 from equivalence.corpus import prompt_text
 from equivalence.differential import find_mismatch
-from tokbackend.policy import FallbackReason, TokenizerDefaults, fast_path_reason
+from tokbackend.policy import FallbackReason, fast_path_reason
 from tokbackend.tokenizer import AcceleratedTokenizerMixin
 
 TEXTS = [
@@ -237,29 +238,29 @@ def test_encode_is_answered_by_the_backend_where_the_tokenizer_returns_token_typ
 def test_the_policy_is_one_pure_function():
     from transformers.tokenization_utils_base import TruncationStrategy
 
-    defaults = TokenizerDefaults(split_special_tokens=False, returns_token_type_ids=False)
+    defaults = (False, False)  # split_special_tokens, returns_token_type_ids
     longest = {"truncation_strategy": TruncationStrategy.LONGEST_FIRST, "max_length": 8}
-    assert fast_path_reason("x", None, True, longest, defaults) is None
-    assert fast_path_reason("x", None, True, {"truncation_strategy": TruncationStrategy.LONGEST_FIRST}, defaults) is (
+    assert fast_path_reason("x", None, True, longest, *defaults) is None
+    assert fast_path_reason("x", None, True, {"truncation_strategy": TruncationStrategy.LONGEST_FIRST}, *defaults) is (
         FallbackReason.ARGUMENT_VALUE  # no max_length: HF would hand Rust None
     )
     only_second = {"truncation_strategy": TruncationStrategy.ONLY_SECOND, "max_length": 8}
-    assert fast_path_reason("x", None, True, only_second, defaults) is FallbackReason.TRUNCATION
+    assert fast_path_reason("x", None, True, only_second, *defaults) is FallbackReason.TRUNCATION
     # a plain string where HF's own layer passes the enum: HF's `_encode_plus` reads `.value`
-    assert fast_path_reason("x", None, True, {**longest, "truncation_strategy": "longest_first"}, defaults) is (
+    assert fast_path_reason("x", None, True, {**longest, "truncation_strategy": "longest_first"}, *defaults) is (
         FallbackReason.TRUNCATION
     )
-    assert fast_path_reason("x", "y", True, {}, defaults) is FallbackReason.TEXT_PAIR
-    assert fast_path_reason([1, 2], None, True, {}, defaults) is FallbackReason.NON_TEXT_INPUT
-    assert fast_path_reason("x", None, True, {"future": 1}, defaults) is FallbackReason.UNKNOWN_KWARG
-    assert fast_path_reason("x", None, True, {}, TokenizerDefaults(True, False)) is FallbackReason.SPLIT_SPECIAL_TOKENS
+    assert fast_path_reason("x", "y", True, {}, *defaults) is FallbackReason.TEXT_PAIR
+    assert fast_path_reason([1, 2], None, True, {}, *defaults) is FallbackReason.NON_TEXT_INPUT
+    assert fast_path_reason("x", None, True, {"future": 1}, *defaults) is FallbackReason.UNKNOWN_KWARG
+    assert fast_path_reason("x", None, True, {}, True, False) is FallbackReason.SPLIT_SPECIAL_TOKENS
     # values HF's Rust side rejects are never answered by the backend
-    assert fast_path_reason("x", None, 0, {}, defaults) is FallbackReason.ARGUMENT_VALUE
-    assert fast_path_reason("x", None, True, {**longest, "stride": -1}, defaults) is FallbackReason.ARGUMENT_VALUE
-    assert fast_path_reason("x", None, True, {**longest, "max_length": 8.0}, defaults) is FallbackReason.ARGUMENT_VALUE
-    assert fast_path_reason("x", None, True, {"split_special_tokens": 0}, defaults) is FallbackReason.ARGUMENT_VALUE
-    assert fast_path_reason("x", None, True, {"is_split_into_words": None}, defaults) is FallbackReason.ARGUMENT_VALUE
-    assert fast_path_reason("x", None, True, longest, TokenizerDefaults(False, False, "middle")) is FallbackReason.ARGUMENT_VALUE
+    assert fast_path_reason("x", None, 0, {}, *defaults) is FallbackReason.ARGUMENT_VALUE
+    assert fast_path_reason("x", None, True, {**longest, "stride": -1}, *defaults) is FallbackReason.ARGUMENT_VALUE
+    assert fast_path_reason("x", None, True, {**longest, "max_length": 8.0}, *defaults) is FallbackReason.ARGUMENT_VALUE
+    assert fast_path_reason("x", None, True, {"split_special_tokens": 0}, *defaults) is FallbackReason.ARGUMENT_VALUE
+    assert fast_path_reason("x", None, True, {"is_split_into_words": None}, *defaults) is FallbackReason.ARGUMENT_VALUE
+    assert fast_path_reason("x", None, True, longest, False, False, "middle") is FallbackReason.ARGUMENT_VALUE
 
 
 # -- 4. truncation that cuts nothing stays fast -----------------------------------------------
@@ -481,12 +482,7 @@ def test_hfs_own_results_read_as_before(hf_tokenizer):
     for copied in (pickle.loads(pickle.dumps(result)), copy.deepcopy(result), copy.copy(result)):
         assert type(copied) is BatchEncoding and [e.ids for e in copied.encodings] == [e.ids for e in stored]
     del result._encodings
-    try:
-        result._encodings
-    except AttributeError:
-        pass
-    else:
-        raise AssertionError("a deleted _encodings still reads")
+    assert not hasattr(result, "_encodings")
 
 
 def test_the_assistant_tokens_mask_is_hfs(hf_tokenizer, fast_tokenizer):
@@ -518,3 +514,63 @@ def test_encode_takes_hfs_arguments_in_hfs_order(hf_tokenizer, fast_tokenizer):
     with pytest.raises(TypeError) as theirs:
         hf_tokenizer.encode("x", padding_strategy=1)
     assert str(ours.value) == str(theirs.value)  # names HF's method, not tokbackend's
+
+
+# -- the hot path's Python frames ------------------------------------------------------------
+
+# At most this many Python frames (sys.setprofile "call" events) for a call the backend answers
+# on a final build, a short text (plain HF: 36, 37, 35). Counted, not timed: the count is the
+# same on every machine, and it is what per-call overhead is made of.
+FRAME_LIMITS = {"encode(text)": 20, "tok(text)": 45, "tok(batch of 8)": 55}
+
+
+def frames_per_call(tokenizer) -> dict[str, int]:
+    text = "Hello world, how are you?"
+    batch = [f"{text} {index}" for index in range(8)]
+    calls = {
+        "encode(text)": lambda: tokenizer.encode(text),
+        "tok(text)": lambda: tokenizer(text),
+        "tok(batch of 8)": lambda: tokenizer(batch),
+    }
+    counts = {}
+    for name, call in calls.items():
+        for _ in range(3):
+            call()  # warm: a first call may build or import
+        seen: list[str] = []
+
+        def profile(frame, event, arg, seen=seen):
+            if event == "call":
+                seen.append(frame.f_code.co_name)
+
+        sys.setprofile(profile)
+        try:
+            call()
+        finally:
+            sys.setprofile(None)
+        counts[name] = len(seen) - 1  # the lambda around the call
+    return counts
+
+
+def test_the_hot_path_stays_thin(fast_tokenizer):
+    served = fast_tokenizer.tokbackend.stats()["fast_texts"]
+    counts = frames_per_call(fast_tokenizer)
+    assert fast_tokenizer.tokbackend.stats()["fast_texts"] >= served + 9 * 4, "the backend answered none of it"
+    assert all(counts[name] <= limit for name, limit in FRAME_LIMITS.items()), counts
+
+
+def test_the_frame_count_sees_a_heavier_path(fast_tokenizer, monkeypatch):
+    """Planted: a policy that walks each text in Python (what a batch's per-row work looked like)."""
+    import tokbackend.policy
+
+    original = tokbackend.policy.fast_path_reason
+
+    def per_row(text, *args):
+        if type(text) is list:
+            for item in text:
+                for _ in range(4):
+                    (lambda: item)()
+        return original(text, *args)
+
+    monkeypatch.setattr(tokbackend.tokenizer, "fast_path_reason", per_row)
+    counts = frames_per_call(fast_tokenizer)
+    assert counts["tok(batch of 8)"] > FRAME_LIMITS["tok(batch of 8)"], counts

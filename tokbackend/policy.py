@@ -87,15 +87,6 @@ _USIZE_END = 1 << 64
 
 
 @dataclasses.dataclass(frozen=True)
-class TokenizerDefaults:
-    """What a call inherits from the tokenizer when it does not say."""
-
-    split_special_tokens: Any  # the tokenizer's `split_special_tokens` (HF requires a bool)
-    returns_token_type_ids: bool  # "token_type_ids" in model_input_names
-    truncation_side: str = "right"
-
-
-@dataclasses.dataclass(frozen=True)
 class Truncation:
     """A truncation the call asks for and the fast path may keep: it keeps the backend's ids only
     when they fit in `max_length` (nothing would be cut), and `stride` must pass the check HF's
@@ -105,21 +96,33 @@ class Truncation:
     stride: int
 
 
+_ONLY_STR = {str}  # the types in a batch of plain texts (compared in C: no Python frame per text)
+
+
 def fast_path_reason(
-    text: Any, text_pair: Any, add_special_tokens: Any, kwargs: Mapping[str, Any], defaults: TokenizerDefaults
+    text: Any,
+    text_pair: Any,
+    add_special_tokens: Any,
+    kwargs: Mapping[str, Any],
+    split_special_tokens: Any,
+    returns_token_type_ids: bool,
+    truncation_side: str = "right",
 ) -> FallbackReason | None:
     """None when the backend may answer this `_encode_plus(text, text_pair, add_special_tokens,
     **kwargs)` call: HF would accept it and return the ids alone (and an attention mask).
 
     A call with truncation may be answered: `truncation_of(kwargs)` gives what the caller must
-    check the ids against, since only a call that would cut nothing keeps the fast ids.
+    check the ids against, since only a call that would cut nothing keeps the fast ids. What a
+    call does not say it inherits from the tokenizer: its `split_special_tokens` (HF requires a
+    bool), whether it returns token type ids (`"token_type_ids" in model_input_names`, never
+    for `encode()`, which returns the ids alone) and its `truncation_side`.
 
-    >>> fast_path_reason("hi", None, True, {}, TokenizerDefaults(False, False)) is None
+    >>> fast_path_reason("hi", None, True, {}, False, False) is None
     True
-    >>> fast_path_reason("hi", None, 0, {}, TokenizerDefaults(False, False))  # HF: TypeError from pyo3
+    >>> fast_path_reason("hi", None, 0, {}, False, False)  # HF: TypeError from pyo3
     <FallbackReason.ARGUMENT_VALUE: 'argument_value'>
     """
-    if not (type(text) is str or (type(text) in (list, tuple) and text and all(type(item) is str for item in text))):
+    if not (type(text) is str or (type(text) in (list, tuple) and text and {*map(type, text)} == _ONLY_STR)):
         return FallbackReason.NON_TEXT_INPUT
     if text_pair is not None:
         return FallbackReason.TEXT_PAIR
@@ -135,17 +138,17 @@ def fast_path_reason(
             return FallbackReason.TRUNCATION
         if not _is_usize(kwargs.get("max_length")) or not _is_usize(kwargs.get("stride", 0)):
             return FallbackReason.ARGUMENT_VALUE
-        if defaults.truncation_side not in ("right", "left"):
+        if truncation_side not in ("right", "left"):
             return FallbackReason.ARGUMENT_VALUE
     if kwargs.get("return_tensors") is not None:
         return FallbackReason.RETURN_TENSORS
-    split_special_tokens = kwargs.get("split_special_tokens")
-    if split_special_tokens is None:
-        split_special_tokens = defaults.split_special_tokens
-    if split_special_tokens is not False:
-        return FallbackReason.SPLIT_SPECIAL_TOKENS if split_special_tokens is True else FallbackReason.ARGUMENT_VALUE
+    split = kwargs.get("split_special_tokens")
+    if split is None:
+        split = split_special_tokens
+    if split is not False:
+        return FallbackReason.SPLIT_SPECIAL_TOKENS if split is True else FallbackReason.ARGUMENT_VALUE
     return_token_type_ids = kwargs.get("return_token_type_ids")
-    if return_token_type_ids or (return_token_type_ids is None and defaults.returns_token_type_ids):
+    if return_token_type_ids or (return_token_type_ids is None and returns_token_type_ids):
         return FallbackReason.RETURN_TOKEN_TYPE_IDS
     is_split_into_words = kwargs.get("is_split_into_words", False)
     if is_split_into_words is not False:

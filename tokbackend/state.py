@@ -299,14 +299,7 @@ class AccelerationState:
             return None
         try:
             segments, routing = build.segments, build.routing
-            # The cache holds lists (what its other callers want). For array ids it is worth its
-            # conversion only where a text has pieces to reuse: one without an added token could
-            # only be a whole repeat, which a fresh encode answers in about the conversion's time.
-            if (
-                segments is not None
-                and (not arrays or any(map(segments.splitter.finds_token, texts)))
-                and segments.cache.consulted(len(texts))
-            ):
+            if segments is not None and segments.worth_consulting(texts, arrays) and segments.cache.consulted(len(texts)):
                 ids, answered_by_hf = encode_through_cache(texts, segments.splitter, segments.cache, routing, reference.hf_ids)
                 if arrays:  # the cache holds lists (its other callers want lists): one conversion
                     ids = [array("q", sequence) for sequence in ids]

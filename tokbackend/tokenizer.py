@@ -29,9 +29,9 @@ from tokbackend.backends import BackendUnavailableError
 from tokbackend.backends.arrays import ones_like
 from tokbackend.backends.forking import fork_safe_lock
 from tokbackend.lazy_encodings import lazy_batch_encoding
-from tokbackend.models.qwen import builtin_name_of
+from tokbackend.models import builtin_name_of
 from tokbackend.options import AccelerationOptions
-from tokbackend.policy import FallbackReason, TokenizerDefaults, Truncation, fast_path_reason, truncation_of, unknown_kwargs
+from tokbackend.policy import FallbackReason, Truncation, fast_path_reason, truncation_of, unknown_kwargs
 from tokbackend.shared_settings import PLAIN, Settings, SettingsGate, apply, gate_of, truncated
 from tokbackend.state import AccelerationState
 
@@ -122,7 +122,8 @@ class AcceleratedTokenizerMixin:
         ):
             ids = self._tokbackend_answer(text, text_pair, add_special_tokens, {}, _ids_as_arrays.get(), ids_only=True)
             if ids is not None:
-                self._eventual_warn_about_too_long_sequence(ids[0], None, True)
+                if len(ids[0]) > self.model_max_length:  # HF's warning (once) about a too long sequence
+                    self._eventual_warn_about_too_long_sequence(ids[0], None, True)
                 return ids[0]
             with _handed_to_hf():  # the hand-over is counted already
                 return super().encode(text, text_pair, add_special_tokens, stride=stride, padding_side=padding_side)
@@ -157,8 +158,8 @@ class AcceleratedTokenizerMixin:
         (`encode`), so the token type ids `model_input_names` may ask for are never made."""
         state = self._tokbackend
         returns_token_type_ids = not ids_only and "token_type_ids" in self.model_input_names
-        defaults = TokenizerDefaults(self.split_special_tokens, returns_token_type_ids, self.truncation_side)
-        reason = fast_path_reason(text, text_pair, add_special_tokens, kwargs, defaults)
+        side, split_special_tokens = self.truncation_side, self.split_special_tokens
+        reason = fast_path_reason(text, text_pair, add_special_tokens, kwargs, split_special_tokens, returns_token_type_ids, side)
         if reason is not None:
             state.record_fallback(reason, ", ".join(unknown_kwargs(kwargs)) if reason is FallbackReason.UNKNOWN_KWARG else None)
             return None
@@ -166,7 +167,7 @@ class AcceleratedTokenizerMixin:
         truncation = truncation_of(kwargs) if kwargs else None
         ids = state.answer(self._tokbackend_reference, texts, add_special_tokens, truncation, arrays)
         if ids is not None:  # the settings HF's call would have left on the Rust tokenizer
-            self._tokbackend_gate.answered(_left_by(truncation, kwargs, self.truncation_side))
+            self._tokbackend_gate.answered(PLAIN if truncation is None else _left_by(truncation, kwargs, side))
         return ids
 
     def tokenize(self, *args, **kwargs):
@@ -176,9 +177,9 @@ class AcceleratedTokenizerMixin:
             return super().tokenize(*args, **kwargs)
 
     def _batch_encoding(self, text, ids: list[list[int]], add_special_tokens: bool, kwargs: dict[str, Any]):
-        verbose = kwargs.get("verbose", True)
-        for sequence in ids:
-            self._eventual_warn_about_too_long_sequence(sequence, kwargs.get("max_length"), verbose)
+        if ids and max(map(len, ids)) > self.model_max_length:  # HF's warning (once) about a too long sequence
+            for sequence in ids:
+                self._eventual_warn_about_too_long_sequence(sequence, kwargs.get("max_length"), kwargs.get("verbose", True))
         return_attention_mask = kwargs.get("return_attention_mask")
         if return_attention_mask is None:
             return_attention_mask = "attention_mask" in self.model_input_names
@@ -187,8 +188,10 @@ class AcceleratedTokenizerMixin:
         if return_attention_mask:
             # in the array form (`ids_as_arrays`) the masks are arrays too: 1.3M Python ints for
             # a batch of 40 x 32k tokens cost more than the rest of the call around the encode
-            mask = ones_like if ids and type(ids[0]) is array else lambda sequence: [1] * len(sequence)
-            data["attention_mask"] = mask(ids[0]) if single else [mask(sequence) for sequence in ids]
+            if ids and type(ids[0]) is array:
+                data["attention_mask"] = ones_like(ids[0]) if single else list(map(ones_like, ids))
+            else:
+                data["attention_mask"] = [1] * len(ids[0]) if single else [[1] * len(sequence) for sequence in ids]
         # what the call saw: its texts (a list the caller may change later), settings and build
         seen = text if single else tuple(text)
         side, serving = self.truncation_side, self._tokbackend.serving

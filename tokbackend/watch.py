@@ -95,17 +95,21 @@ def _model_state(rust: Any) -> tuple:
 
 
 def fingerprint(rust: Any, owner: Any) -> Hashable:
-    """Changes whenever anything an encode through `rust` (held by `owner`) depends on may have changed."""
+    """Changes whenever anything an encode through `rust` (held by `owner`) depends on may have
+    changed. Read on every call: `_state` and `_model_state` written out inline."""
     count = rust.__dict__.get(_COUNT)
     if count is None:
         count = watch(rust, owner)
+    normalizer, pre_tokenizer, post_processor, model = rust.normalizer, rust.pre_tokenizer, rust.post_processor, rust.model
+    kind = type(model)
+    fields = _MODEL_FIELDS.get(kind.__name__)
     return (
         id(rust),
         count,
-        _state(rust.normalizer),
-        _state(rust.pre_tokenizer),
-        _state(rust.post_processor),
-        _model_state(rust),
+        None if normalizer is None else normalizer.__getstate__(),
+        None if pre_tokenizer is None else pre_tokenizer.__getstate__(),
+        None if post_processor is None else post_processor.__getstate__(),
+        (kind, rust.get_vocab_size(False), None if fields is None else fields(model)),
     )
 
 

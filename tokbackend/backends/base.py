@@ -79,7 +79,14 @@ class panics_as_errors:  # noqa: N801 - used as a context manager, named as one
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, trace: object) -> None:
         if error is not None and is_rust_panic(error):
-            raise self.error_class(f"{self.library} panicked while {self.doing}: {error}") from None
+            raise self.converted(error) from None
+
+    def converted(self, error: BaseException) -> BaseException:
+        """What to raise for `error` caught around the library: a panic as `error_class`, any
+        other as it is (for a hot path's `try`/`except`, which costs no frame while nothing fails)."""
+        if is_rust_panic(error):
+            return self.error_class(f"{self.library} panicked while {self.doing}: {error}")
+        return error
 
 
 # texts -> one id list each: a backend's `encode_batch`, HuggingFace's ids for them (the answer

@@ -6,12 +6,11 @@ it answers.
 
 A single text's ids can come back two ways, and which is faster depends on the machine:
 `Encoding.ids` from `encode`, or `encode_batch_flat`'s little-endian uint32 buffer turned into
-Python ints by `array.tolist`. On a 16-core machine the flat buffer was faster for a 32k-token
-prompt (1.16 ms against 1.62 ms); on a 2-core one `Encoding.ids` is 1.4-1.6x faster at every
-size from 300 to 100k characters, on 1 core as well. So a warmed backend times both on built-in
-text and keeps the faster (`stats()["fastokens_single_form"]`); both give the same ids. A batch
-goes through `encode_batch`, whose `ids` lists are cheaper to collect than slicing the flat
-buffer per text (20 ms against 50 ms for 40 such prompts). Its memory stays bounded on its own,
+Python ints by `array.tolist` (the flat buffer won on 16 cores, `Encoding.ids` on 1 and 2:
+bench/RESULTS.md). So a warmed backend times both on built-in text and keeps the faster
+(`stats()["fastokens_single_form"]`); both give the same ids. A batch goes through
+`encode_batch`, whose `ids` lists are cheaper to collect than slicing the flat buffer per text.
+Its memory stays bounded on its own,
 so it needs no renewal, and it works in forked children (its thread pools survive os.fork()).
 """
 
@@ -38,8 +37,7 @@ _PANICS_AS_ERRORS = panics_as_errors("fastokens")
 @dataclasses.dataclass(frozen=True)
 class FastokensOptions:
     """warm: `prepare()` encodes ~1 MB of built-in text (thread pool, allocators), then times the
-    two single-text forms (~5 ms on 2 cores) and keeps the faster; until then, and unwarmed,
-    `Encoding.ids`."""
+    two single-text forms and keeps the faster; until then, and unwarmed, `Encoding.ids`."""
 
     warm: bool = True
 
@@ -65,7 +63,8 @@ class FastokensBackend:
             self._rust.no_truncation()
             self._rust.no_padding()
         self.single_form = "ids"
-        self._single: Callable[[str], list[int]] = self._ids
+        # the chosen single-text form, bound on the instance: a call is one Python frame
+        self.encode: Callable[[str], list[int]] = self._ids
         self.single_form_ms: dict[str, float] = {}
         self._warm = options.warm
 
@@ -73,12 +72,11 @@ class FastokensBackend:
     def options_for_scanning(cls) -> FastokensOptions:
         return FastokensOptions(warm=False)
 
-    def encode(self, text: str) -> list[int]:
-        return self._single(text)
-
     def encode_batch(self, texts: list[str]) -> list[list[int]]:
-        with _PANICS_AS_ERRORS:
+        try:
             return [encoding.ids for encoding in self._rust.encode_batch(texts)]
+        except BaseException as error:
+            raise _PANICS_AS_ERRORS.converted(error) from None
 
     def encode_array(self, text: str) -> array.array:
         return self.encode_batch_arrays([text])[0]
@@ -99,8 +97,10 @@ class FastokensBackend:
                 self._choose_single_form()
 
     def _ids(self, text: str) -> list[int]:
-        with _PANICS_AS_ERRORS:
+        try:
             return self._rust.encode(text).ids
+        except BaseException as error:
+            raise _PANICS_AS_ERRORS.converted(error) from None
 
     def _flat(self, text: str) -> list[int]:
         with _PANICS_AS_ERRORS:
@@ -121,5 +121,5 @@ class FastokensBackend:
                 forms[name](text)
                 seconds[name] += time.perf_counter() - started
         self.single_form = min(seconds, key=seconds.__getitem__)
-        self._single = forms[self.single_form]
+        self.encode = forms[self.single_form]
         self.single_form_ms = {name: total * 1e3 for name, total in seconds.items()}

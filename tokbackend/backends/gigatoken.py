@@ -30,8 +30,8 @@ _PANICS_AS_ERRORS = panics_as_errors("gigatoken")
 @dataclasses.dataclass(frozen=True)
 class GigatokenOptions:
     """warm: `prepare()` encodes ~4 MB of built-in text, so that gigatoken's thread pool and
-    per-worker state exist before the first burst of requests (~0.6 s on 2 cores, on a
-    background thread after start-up; gigatoken holds the GIL meanwhile)."""
+    per-worker state exist before the first burst of requests (on a background thread after
+    start-up; gigatoken holds the GIL meanwhile)."""
 
     warm: bool = True
 
@@ -48,11 +48,10 @@ class GigatokenBackend:
     # names share them.
     guard_family = "gigatoken"
     auto_preference = 20  # after fastokens: its caches need renewals and it holds the GIL
-    # `from_json` of Qwen3 0.35 s, of Qwen3.6 0.87 s, against fastokens' `from_json_str` 1.07 s
-    # and 2.50 s (quiet 2-core VM): about a third
+    # its `from_json` takes about a third of fastokens' `from_json_str` (bench/RESULTS.md)
     load_cost = 1
-    # the library's batch calls import awkward on their first use (0.1-0.3 s on 2 cores), and
-    # awkward's first array conversion numpy.ma (20 ms)
+    # the library's batch calls import awkward on their first use, and awkward's first array
+    # conversion numpy.ma: imported ahead (`tokbackend.preload`)
     preloads = ("gigatoken", "awkward", "numpy.ma")
     grows_without_bound = True
 
@@ -67,7 +66,10 @@ class GigatokenBackend:
         return GigatokenOptions(warm=False)
 
     def encode(self, text: str) -> list[int]:
-        return self._call([text], parallel=False)[0]
+        try:
+            return self._rust.encode_batch_list([text], parallel=False)[0]
+        except BaseException as error:
+            raise _PANICS_AS_ERRORS.converted(error) from None
 
     def encode_batch(self, texts: list[str]) -> list[list[int]]:
         return self._call(texts, parallel=len(texts) > 1 and not in_forked_child())
@@ -75,7 +77,7 @@ class GigatokenBackend:
     def encode_array(self, text: str) -> array:
         # Not the library's single-document `encode` (a uint32 buffer too): it borrows the
         # tokenizer mutably, and fails with "Already borrowed" while another thread's batch call
-        # runs (1.6M failures in 4 s of three threads, measured); `encode_batch` does not.
+        # runs (tests/test_concurrency.py); `encode_batch` does not.
         return self._arrays([text], parallel=False)[0]
 
     def encode_batch_arrays(self, texts: list[str]) -> list[array]:

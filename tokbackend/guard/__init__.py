@@ -86,6 +86,13 @@ class UnicodeGuard:
             return False
         return bool(np.take(self._table, units, mode="clip").any())
 
+    def guarded(self, texts: list[str]) -> set[int]:
+        """The indexes of the texts HuggingFace must answer (`needs_hf`), asked of non-ASCII ones only."""
+        if not self.code_points:
+            return set()
+        needs_hf = self.needs_hf
+        return {index for index, text in enumerate(texts) if not text.isascii() and needs_hf(text)}
+
     def by_class(self) -> dict[str, dict[str, int]]:
         """{oracle: {family: code points}} from the record: which oracle found what."""
         return {

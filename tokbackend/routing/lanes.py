@@ -34,8 +34,7 @@ logger = logging.getLogger("tokbackend")
 # Up to this many texts of a `one_by_one` call (the pieces a segment-cache request misses) are
 # encoded one by one with single-text calls rather than as a batch: they are typically one long
 # new message and a few short ones, and a batch call gives each text one thread, where a
-# single-text call splits a long text across the pool (measured with `bench/backends.py
-# cache-cost`: a ChatML request's two pieces took 1.9x the plain encode as a batch).
+# single-text call splits a long text across the pool (`bench/backends.py cache-cost`).
 FEW_TEXTS = 4
 
 
@@ -78,9 +77,15 @@ class Routing:
         lane's backend answers the others, in one batch call, or one single-text call each for
         one text or, with `one_by_one`, at most `FEW_TEXTS` texts.
         With `arrays`, every text's ids are an `array('q')` (from the backend's own buffer)."""
-        few = len(texts) == 1 or (one_by_one and len(texts) <= FEW_TEXTS)
         lane = self.lane
-        guarded = {index for index, text in enumerate(texts) if lane.guard.needs_hf(text)}
+        if len(texts) == 1:  # the common call, without the bookkeeping of a batch
+            text = texts[0]
+            if lane.guard.needs_hf(text):
+                sequence = hf_ids(texts)[0]
+                return [array("q", sequence) if arrays else sequence], {0}
+            return [encode_array(lane.backend, text) if arrays else lane.backend.encode(text)], set()
+        few = one_by_one and len(texts) <= FEW_TEXTS
+        guarded = lane.guard.guarded(texts)
         rest = [index for index in range(len(texts)) if index not in guarded]
         ids: list = [None] * len(texts)
         if rest:
@@ -109,12 +114,12 @@ def build_lane(
     screen may run on `reference` (the ids of this tokenizer's Rust tokenizer) and the lane's backend.
 
     The backend loads on a thread of its own while the guard is found or derived: both loads
-    release the GIL (fastokens' `from_json_str` measured; 1.2 s for Qwen3), and a derivation
+    release the GIL (fastokens' `from_json_str` measured), and a derivation
     builds an instance of its own, so a pipeline without a record pays for one load, not two.
     Where the guard must be derived and `options.probe`, the loaded backend is first probed on
     ASCII (`ascii_probe`) against HuggingFace's ids: one wrong there is refused in milliseconds, where its
-    derivation would find nearly every code point divergent and scan them all (2,279 s for a
-    changed tokenizer in one `tokbackend verify`), to be refused by the probe after it. Without
+    derivation would find nearly every code point divergent and scan them all (most of an
+    hour), to be refused by the probe after it. Without
     the probe the derivation refuses such a backend itself, and any derivation stops past
     `tokbackend.guard.DERIVATION_BUDGET` (GuardUnavailableError: the backend is not exact here).
     A Rust panic anywhere in it (the load, the derivation, the ASCII probe) is

@@ -14,6 +14,11 @@ from tokbackend.segments.assembly import encode_through_cache
 from tokbackend.segments.cache import DEFAULT_SEGMENT_CACHE_MIB, SegmentCache
 from tokbackend.segments.splitter import AddedTokenSplitter, Piece, text_of
 
+# A text without an added token is one piece: the cache can answer it only as a whole repeat.
+# Below this many characters a fresh encode costs about what the lookup and its bookkeeping cost
+# on a miss, so such texts skip the cache (`Segments.worth_consulting`; bench/RESULTS.md).
+LONG_PLAIN_TEXT = 4096
+
 
 @dataclasses.dataclass(frozen=True)
 class Segments:
@@ -21,6 +26,17 @@ class Segments:
 
     splitter: AddedTokenSplitter
     cache: SegmentCache
+
+    def worth_consulting(self, texts: list[str], arrays: bool) -> bool:
+        """Whether a call may gain from the cache: some text holds an added token (pieces to
+        reuse), or, for list ids, is a plain text long enough that a whole repeat pays. The
+        cache holds lists: for array ids a whole repeat is answered in about the conversion's
+        time by a fresh encode, so only texts with pieces to reuse go through it."""
+        search = self.splitter.search
+        for text in texts:  # noqa: SIM110 - a loop, not a generator: no Python frame per text
+            if search(text) is not None or (not arrays and len(text) >= LONG_PLAIN_TEXT):
+                return True
+        return False
 
 
 # Where an added token stands in the texts that check the cache's premise: at the start, in the
@@ -88,6 +104,7 @@ def premise_fails(splitter: AddedTokenSplitter, hf_ids: BatchEncoder) -> str | N
 
 __all__ = [
     "DEFAULT_SEGMENT_CACHE_MIB",
+    "LONG_PLAIN_TEXT",
     "AddedTokenSplitter",
     "Piece",
     "SegmentCache",

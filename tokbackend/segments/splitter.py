@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 
 from tokbackend.tokenizer_json import does_nothing, model_head, top_level_sections
 
@@ -43,6 +44,11 @@ class Piece:
         return f"Piece({self.text[:20]!r}...{len(self.text)} characters)"
 
 
+def _nothing(text: str) -> None:
+    """`search` of a tokenizer without added tokens."""
+    return None
+
+
 def text_of(piece: str | Piece) -> str:
     return piece.text if type(piece) is Piece else piece
 
@@ -62,6 +68,8 @@ class AddedTokenSplitter:
         rest = "|".join(re.escape(token[len(prefix) :]) for token in alternatives)
         # One capturing group: `re.split` then returns pieces and tokens alternately, in C.
         self._pattern = re.compile(f"({re.escape(prefix)}(?:{rest}))") if alternatives else None
+        # the first added token in a text, or None (C code: read on every call)
+        self.search: Callable[[str], object] = self._pattern.search if self._pattern is not None else _nothing
 
     @classmethod
     def for_tokenizer_json(cls, tokenizer_json: str) -> AddedTokenSplitter | str:
@@ -94,7 +102,7 @@ class AddedTokenSplitter:
 
     def finds_token(self, text: str) -> bool:
         """Whether `text` holds an added token (so that it splits into more than one piece)."""
-        return self._pattern is not None and self._pattern.search(text) is not None
+        return self.search(text) is not None
 
     def cuts_at(self, text: str, position: int) -> bool:
         """Whether `position`, the end of an added token where the split of another text with the
