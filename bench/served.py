@@ -1,8 +1,9 @@
 """What served a bench row: the backend that answered, and whether tokbackend's build was final.
 
-With backend "auto", `accelerate()` returns on a bridge routing (gigatoken) and a background
-thread swaps in the final build (fastokens) seconds later; a row timed in between measured the
-bridge. Every row of the benches carries `backend` and `final` from here:
+`accelerate()` returns a final build (`stats()["start_up"]["phase"]`); releases before 0.2.0
+could return an early one (auto's bridge, a provisional guard) and swap the final one in
+seconds later, so a row timed in between measured the bridge. Every row of the benches carries
+`backend` and `final` from here:
 
     ids, row = served.during(tokenizer, lambda: tokenizer(texts)["input_ids"])
 
@@ -38,8 +39,14 @@ def row_of(serving: Any) -> dict[str, Any]:
     acceleration = getattr(serving, "tokbackend", None)
     if acceleration is None:
         return {"backend": "hf", "final": True}
-    stats = acceleration.stats()
-    return {"backend": served_by(stats), "final": bool(stats["start_up"]["final"])}
+    return {"backend": served_by(acceleration.stats()), "final": is_final(acceleration.stats())}
+
+
+def is_final(stats: dict[str, Any]) -> bool:
+    """Whether nothing will replace the build serving (phase "final" or "off"; 0.1.0's stats say
+    it as `start_up.final`)."""
+    start_up = stats["start_up"]
+    return bool(start_up["final"]) if "final" in start_up else start_up["phase"] != "unbuilt"
 
 
 def spanning(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:

@@ -29,7 +29,8 @@ import sys, tokbackend
 tok = tokbackend.load(sys.argv[1])
 tok.encode("Hello! " * 100)
 stats = tok.tokbackend.stats()
-print("SERVED", stats["routing"].get("backend", stats["routing"].get("single")), stats["start_up"]["final"])
+start_up = stats["start_up"]  # 0.2.0 names the phase; 0.1.0 said whether the build was final
+print("SERVED", stats["routing"].get("backend", stats["routing"].get("single")), start_up.get("phase", start_up.get("final")))
 """
 HF_ONLY = "import sys, tokbackend; tokbackend.load_hf(sys.argv[1])"
 HOT = """
@@ -44,7 +45,9 @@ chat = [{"role": "user", "content": "What is 2+2? " * 20}]
 calls = {"short": lambda: tok.encode("Hello, how are you today?"), "32k": lambda: tok.encode(long_text),
          "batch8": lambda: tok(batch)["input_ids"], "chat": lambda: tok.apply_chat_template(chat, tokenize=True)}
 stats = tok.tokbackend.stats()
-row = {"backend": stats["routing"].get("backend", stats["routing"].get("single")), "final": stats["start_up"]["final"]}
+start_up = stats["start_up"]
+routing = stats["routing"]
+row = {"backend": routing.get("backend", routing.get("single")), "final": start_up.get("phase", start_up.get("final"))}
 for name, call in calls.items():
     for _ in range(20):
         call()
@@ -83,7 +86,7 @@ def at_once(trees: list[str | None], model: str, rounds: int) -> list[dict]:
                 alone, outputs = _timed(code, model, tree, 1)
                 together, _ = _timed(code, model, tree, 3)
                 served = [line.split()[1:] for line in outputs[0].splitlines() if line.startswith("SERVED")]
-                backend, final = (served[0][0], served[0][1] == "True") if served else ("hf", True)
+                backend, final = (served[0][0], served[0][1] in ("True", "final", "off")) if served else ("hf", True)
                 rows.append(
                     {
                         "mode": "at-once",

@@ -90,8 +90,8 @@ class DropsOnLongTexts(DropsLastId):
 
 
 class DropsOnCombiningAcute(DropsLastId):
-    """Wrong on every text holding U+0301 (a combining mark: an early start's provisional guard
-    sends such texts to HuggingFace, so a probe made under it cannot see this)."""
+    """Wrong on every text holding U+0301 (a combining mark, which a guard may send to
+    HuggingFace, so a probe made under such a guard cannot see this)."""
 
     name = "drops-on-combining-acute"
     wrong_on = staticmethod(lambda text: "\u0301" in text)

@@ -6,8 +6,8 @@ this script from outside the source tree. It checks what users do first:
 - the install pulled no torch, CUDA or test tools, and tokbackend imports from site-packages;
 - a built-in model is served by the backend;
 - a pipeline no shipped record covers (Qwen3's vocabulary under a split regex of its own) is
-  served exactly at once, its guard is derived here and the start-up build becomes final
-  (`stats()["start_up"]["final"]`: the wheel once lacked the file every derivation reads);
+  served exactly, with its guard derived here before `accelerate()` returns
+  (`stats()["start_up"]["phase"]` "final": the wheel once lacked the file every derivation reads);
 - `tokbackend guard DIR` derives and writes a record for that pipeline;
 - `tokbackend verify --quick` without the `[verify]` extra exits 5 and names the extra;
 - the SGLang and vLLM plugin entry points resolve to the installed package.
@@ -80,16 +80,11 @@ def main() -> None:
         for backend in ("auto", "gigatoken", "fastokens"):
             fast = tokbackend.accelerate(hf, backend)
             expected_ids = [hf.encode(text) for text in TEXTS]
-            check([fast.encode(text) for text in TEXTS] == expected_ids, f"{backend}: ids equal HF's at once")
-            check(fast.tokbackend.wait_until_final(300), f"{backend}: the start-up build finished")
+            check([fast.encode(text) for text in TEXTS] == expected_ids, f"{backend}: ids equal HF's")
             stats = fast.tokbackend.stats()
-            check(
-                stats["start_up"]["final"] and stats["start_up"]["failed"] is None,
-                f"{backend}: the start-up build is final and did not fail ({stats['start_up']})",
-            )
+            check(stats["start_up"]["phase"] == "final", f"{backend}: the start-up build is final ({stats['start_up']})")
             # derived by this process (or, after the first, read back from the cache it wrote)
             check(str(scratch / "cache") in stats["guard"], f"{backend}: guard {stats['guard']!r}")
-            check([fast.encode(text) for text in TEXTS] == expected_ids, f"{backend}: ids equal HF's when final")
             served_by = stats["routing"]["backend"] if backend == "auto" else stats["backend"]
             expected = served_by != "hf" if backend == "auto" else served_by == backend
             check(stats["fast_texts"] > 0 and expected, f"{backend}: served by {served_by}")

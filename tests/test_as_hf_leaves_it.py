@@ -56,8 +56,8 @@ def test_settings_a_loaded_tokenizer_carries_survive_accelerate(plain):
     assert accelerated.backend_tokenizer.to_str() == hf.backend_tokenizer.to_str()
 
 
-def test_the_rust_ids_of_an_early_screen_are_hfs_and_leave_the_settings_as_they_were(plain):
-    """An early start's screen reads the Rust tokenizer directly (`rust_ids`): with truncation
+def test_the_rust_ids_of_the_start_up_screen_are_hfs_and_leave_the_settings_as_they_were(plain):
+    """The start-up screen reads the Rust tokenizer directly (`rust_ids`): with truncation
     and padding on it, as a tokenizer.json may carry them, its ids are still the untruncated
     ones HF's plain call gives, and the settings stay what they were."""
     hf, accelerated = _independent(plain)

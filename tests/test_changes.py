@@ -46,7 +46,7 @@ def test_a_change_that_makes_the_backend_wrong_on_ascii_is_refused_before_any_de
     a guard (a derivation that, unnarrowed, finds nearly every code point divergent and scans
     all 1.1M of them: 2,279 s in one `tokbackend verify`); before, it derived, then probed."""
     hf = fresh_qwen3()
-    fast = tokbackend.accelerate(hf, "gigatoken", early_start=False)
+    fast = tokbackend.accelerate(hf, "gigatoken")
     next(change for change in CHANGES if change.name == "a pre-tokenizer setting changed in place").apply(hf)
     assert fast.encode("Hello, world!") == hf.encode("Hello, world!")
     stats = fast.tokbackend.stats()

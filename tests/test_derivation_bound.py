@@ -64,9 +64,8 @@ def _records(directory) -> list:
 # -- a backend wrong on ASCII -----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("early_start", [False, True])
 def test_a_backend_wrong_on_ascii_letters_is_refused_before_anything_past_ascii_is_scanned(
-    early_start, unseen, register_for_test, monkeypatch
+    unseen, register_for_test, monkeypatch
 ):
     """Without the boot probe (probe=False) the derivation refuses it itself, on the 128 ASCII
     code points: no guard sends an ASCII text to HuggingFace, and its derivation would find
@@ -74,7 +73,7 @@ def test_a_backend_wrong_on_ascii_letters_is_refused_before_anything_past_ascii_
     register_for_test(DropsOnAsciiLetters.name, DropsOnAsciiLetters)
     monkeypatch.setattr(DropsOnAsciiLetters, "largest_seen", 0)
     hf = fresh_qwen3()
-    fast = tokbackend.accelerate(hf, DropsOnAsciiLetters.name, probe=False, early_start=early_start)
+    fast = tokbackend.accelerate(hf, DropsOnAsciiLetters.name, probe=False)
     stats = fast.tokbackend.stats()
     assert not stats["fast_path_enabled"]
     assert "not derived: the backend differs from HuggingFace on the ASCII text" in stats["disabled_reason"]
@@ -84,7 +83,7 @@ def test_a_backend_wrong_on_ascii_letters_is_refused_before_anything_past_ascii_
     # the planted derivation without the refusal scans on past ASCII and writes what it found
     monkeypatch.setattr(derive, "refuse_if_wrong_on_ascii", lambda *args, **kwargs: None)
     monkeypatch.setattr(guard_module, "DERIVATION_CODE_POINTS", STABLE)
-    tokbackend.accelerate(hf, DropsOnAsciiLetters.name, probe=False, early_start=False)
+    tokbackend.accelerate(hf, DropsOnAsciiLetters.name, probe=False)
     assert DropsOnAsciiLetters.largest_seen >= 0x400 and _records(unseen)
 
 
@@ -94,7 +93,7 @@ def test_the_change_of_the_issue_is_refused_without_a_probe_and_writes_no_record
     milliseconds, also with probe=False; nothing is written."""
     monkeypatch.setenv("TOKBACKEND_CACHE_DIR", str(tmp_path))
     hf = fresh_qwen3()
-    fast = tokbackend.accelerate(hf, "gigatoken", probe=False, early_start=False)
+    fast = tokbackend.accelerate(hf, "gigatoken", probe=False)
     next(change for change in CHANGES if change.name == "a pre-tokenizer setting changed in place").apply(hf)
     assert fast.encode("Hello, world!") == hf.encode("Hello, world!")
     stats = fast.tokbackend.stats()
@@ -106,17 +105,15 @@ def test_the_change_of_the_issue_is_refused_without_a_probe_and_writes_no_record
 # -- the time bound ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("early_start", [False, True])
-def test_a_slow_derivation_is_cut_off_by_the_time_bound(early_start, unseen, hand_clock, register_for_test, caplog):
+def test_a_slow_derivation_is_cut_off_by_the_time_bound(unseen, hand_clock, register_for_test, caplog):
     """0.1 s (on the hand clock) a batch call: the derivation's screen fits in 10 s, its scan does
     not. It stops at the bound, writes no record, says how to derive offline, and HuggingFace
-    serves; with an early start, the provisional guard serves until then."""
+    serves."""
     slow = slow_to_scan(hand_clock.advance, 0.1)
     register_for_test(slow.name, slow)
     hf = fresh_qwen3()
     with caplog.at_level(logging.WARNING, logger="tokbackend"):
-        fast = tokbackend.accelerate(hf, slow.name, early_start=early_start)
-        assert fast.tokbackend.wait_until_final(120)
+        fast = tokbackend.accelerate(hf, slow.name)
     stats = fast.tokbackend.stats()
     assert not stats["fast_path_enabled"]
     assert "over its bound" in stats["disabled_reason"] and "of its 10 s" in stats["disabled_reason"]
@@ -131,7 +128,7 @@ def test_the_planted_slow_derivation_runs_on_without_the_bound(unseen, hand_cloc
     monkeypatch.setattr(guard_module, "DERIVATION_BUDGET", bound.UNBOUNDED)
     slow = slow_to_scan(hand_clock.advance, 0.1)
     register_for_test(slow.name, slow)
-    fast = tokbackend.accelerate(fresh_qwen3(), slow.name, early_start=False)
+    fast = tokbackend.accelerate(fresh_qwen3(), slow.name)
     assert fast.tokbackend.fast_path_enabled
     assert hand_clock.now > 10 and len(_records(unseen)) == 1
 
@@ -165,7 +162,7 @@ def test_an_allocating_derivation_is_cut_off_by_the_memory_bound(unseen, registe
     register_for_test(allocating.name, allocating)
     try:
         with caplog.at_level(logging.WARNING, logger="tokbackend"):
-            fast = tokbackend.accelerate(fresh_qwen3(), allocating.name, early_start=False)
+            fast = tokbackend.accelerate(fresh_qwen3(), allocating.name)
         calls = len(allocating.held)
     finally:
         allocating.held.clear()
@@ -187,7 +184,7 @@ def test_memory_other_work_frees_during_a_derivation_makes_no_room_for_it(unseen
     register_for_test(allocating.name, allocating)
     allocating.start_other_work()
     try:
-        fast = tokbackend.accelerate(fresh_qwen3(), allocating.name, early_start=False)
+        fast = tokbackend.accelerate(fresh_qwen3(), allocating.name)
         calls = len(allocating.held)
     finally:
         allocating.held.clear()

@@ -426,7 +426,6 @@ def test_guard_is_rederived_when_library_versions_change(fresh_pair, small_deriv
     hf, reference = fresh_pair
     with caplog.at_level(logging.WARNING, logger="tokbackend"):
         fast = tokbackend.accelerate(hf, "gigatoken", cache_budget_mib=16)
-        assert fast.tokbackend.wait_until_final(120)  # an early start derives on a background thread
     assert any("deriving the Unicode divergence guard" in record.getMessage() for record in caplog.records)
     records = list((small_derivation / "guards").glob("gigatoken-*.json"))
     assert len(records) == 1
@@ -638,14 +637,14 @@ def test_a_damaged_guard_record_is_a_miss_named_then_written_anew(monkeypatch, t
 
     monkeypatch.setenv("TOKBACKEND_CACHE_DIR", str(tmp_path / "cache"))
     model = PreTrainedTokenizerFast(tokenizer_file=str(own_pipeline_model(tmp_path / "own-model") / "tokenizer.json"))
-    first = tokbackend.accelerate(model, "fastokens", early_start=False)
+    first = tokbackend.accelerate(model, "fastokens")
     record = Path(first.tokbackend.stats()["guard_record"])
     assert record.parent == tmp_path / "cache" / "guards", record
     for damaged in (record.read_text()[:100], "[1, 2]"):
         record.write_text(damaged)
         caplog.clear()
         with caplog.at_level(logging.WARNING, logger="tokbackend"):
-            again = tokbackend.accelerate(model, "fastokens", early_start=False)
+            again = tokbackend.accelerate(model, "fastokens")
         named = [entry.getMessage() for entry in caplog.records if str(record) in entry.getMessage()]
         assert named and ("is damaged" in named[0] or "not an object" in named[0]), named
         assert again.encode(LONG) == model.encode(LONG)

@@ -22,7 +22,7 @@ LAYERS = [
     # "auto": `routing.names` is below the options, the rest reads them), the probe admitting it
     ["options", "reference", "probe", "routing"],
     # one build of the fast path and the state that serves with it
-    ["successors", "build", "state"],
+    ["build", "state"],
     # the HuggingFace-facing class, and what is built on it
     ["watch", "shared_settings", "lazy_encodings", "tokenizer", "loading", "integrations", "verify", "cli", "__init__"],
 ]
@@ -173,3 +173,53 @@ def test_a_runtime_import_of_the_harness_is_found(tmp_path):
     planted = tmp_path / "planted.py"
     planted.write_text("import os\nfrom equivalence.corpus import prompt_text\n\ndef f():\n    import equivalence.grammar\n")
     assert _imports_equivalence(planted) == [("equivalence.corpus", True), ("equivalence.grammar", False)]
+
+
+# -- mechanisms: where threads and locks are made ---------------------------------------------
+
+# Each a place for bugs to hide: a new one is a decision, made here (docs/architecture.md).
+THREAD_SITES = {"backends/threads.py": 1, "guard/scan.py": 1}
+LOCK_SITES = {
+    "state.py": 1,
+    "segments/cache.py": 1,
+    "stats.py": 1,
+    "shared_settings.py": 2,
+    "backends/__init__.py": 1,
+}
+_THREAD_MAKERS = {"Thread", "ThreadPoolExecutor", "ProcessPoolExecutor", "Timer"}
+_LOCK_MAKERS = {"Lock", "RLock", "Condition", "Semaphore", "BoundedSemaphore", "fork_safe_lock"}
+
+
+def _sites(package: Path, makers: set[str]) -> dict[str, int]:
+    """{module path: calls that make one of `makers`}, read from the source (the factory that
+    `fork_safe_lock` is, in backends/forking.py, is not a site: its callers are)."""
+    found: dict[str, int] = {}
+    for path in sorted(package.rglob("*.py")):
+        relative = path.relative_to(package).as_posix()
+        if relative == "backends/forking.py" and "fork_safe_lock" in makers:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call):
+                name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+                if name in makers:
+                    found[relative] = found.get(relative, 0) + 1
+    return found
+
+
+def test_threads_and_locks_are_made_only_where_the_table_says():
+    assert _sites(PACKAGE, _THREAD_MAKERS) == THREAD_SITES
+    # a Condition made around a Lock counts once
+    locks = _sites(PACKAGE, _LOCK_MAKERS)
+    locks["shared_settings.py"] -= 1  # threading.Condition(threading.Lock()): one lock
+    assert locks == LOCK_SITES
+    assert sum(THREAD_SITES.values()) <= 3 and sum(LOCK_SITES.values()) <= 6
+
+
+def test_a_new_thread_site_is_seen(tmp_path):
+    """Planted: a module that starts a thread of its own."""
+    import shutil
+
+    copy = tmp_path / "tokbackend"
+    shutil.copytree(PACKAGE, copy)
+    (copy / "planted.py").write_text("import threading\nthreading.Thread(target=print).start()\n")
+    assert _sites(copy, _THREAD_MAKERS) == {**THREAD_SITES, "planted.py": 1}

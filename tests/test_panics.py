@@ -1,8 +1,8 @@
 """A Rust panic wherever a backend runs is an ordinary, reported error. pyo3's PanicException is a
 BaseException: it sails past every `except Exception`, and before these tests a panic in a
-backend's load on a background thread left an early start provisional for good (`final False,
-failed None`, `wait_until_final()` False) and one in a registered backend's load escaped
-`accelerate()` itself. Each point is planted with `defects.rust_panic`."""
+backend's load on a background thread left the start-up build provisional for good and one in a
+registered backend's load escaped `accelerate()` itself. Each point is planted with
+`defects.rust_panic`."""
 
 from __future__ import annotations
 
@@ -71,8 +71,8 @@ def test_a_named_backend_whose_load_panics_is_unavailable(qwen3, fresh_cache, re
 
 
 def test_auto_moves_past_a_backend_whose_load_panics_on_a_background_thread(qwen3, fresh_cache, monkeypatch):
-    """fastokens, auto's first choice, panics as it loads on any thread but the main one (where
-    an early start loads it); gigatoken, which served meanwhile, becomes the final build."""
+    """fastokens, auto's first choice, panics as it loads on any thread but the main one (a lane
+    loads its backend on a thread of its own): auto moves on, and gigatoken serves."""
     load = FastokensBackend.__init__
 
     def panics_off_the_main_thread(self, *arguments, **kwargs):
@@ -82,9 +82,8 @@ def test_auto_moves_past_a_backend_whose_load_panics_on_a_background_thread(qwen
 
     monkeypatch.setattr(FastokensBackend, "__init__", panics_off_the_main_thread)
     fast = tokbackend.accelerate(qwen3)
-    assert fast.tokbackend.wait_until_final(120)
     start_up, routing = fast.tokbackend.stats()["start_up"], fast.tokbackend.stats()["routing"]
-    assert start_up["final"] and start_up["failed"] is None, start_up
+    assert start_up["phase"] == "final", start_up
     assert routing["backend"] == "gigatoken"
     assert "fastokens not exact here" in routing["reason"] and "panicked" in routing["reason"], routing
     assert fast.encode(TEXT) == qwen3.encode(TEXT)
@@ -93,16 +92,16 @@ def test_auto_moves_past_a_backend_whose_load_panics_on_a_background_thread(qwen
 def test_a_backend_that_panics_on_the_probe_is_not_exact(qwen3, fresh_cache, register_for_test):
     """A probe mismatch turns the fast path off (an ERROR; strict=True raises) and says why."""
     register_for_test("panics-when-probed", PanicsWhenProbed)
-    fast = tokbackend.accelerate(qwen3, "panics-when-probed", early_start=False)
+    fast = tokbackend.accelerate(qwen3, "panics-when-probed")
     assert not fast.tokbackend.fast_path_enabled and "panicked" in fast.tokbackend.disabled_reason
     assert fast.encode(TEXT) == qwen3.encode(TEXT)
     with pytest.raises(tokbackend.FastPathError, match="panicked"):
-        tokbackend.accelerate(qwen3, "panics-when-probed", early_start=False, strict=True)
+        tokbackend.accelerate(qwen3, "panics-when-probed", strict=True)
 
 
 def test_a_panic_while_encoding_is_answered_by_hf_and_counted(qwen3, fresh_cache, register_for_test):
     register_for_test("panics-on-encode", PanicsOnEncode)
-    fast = tokbackend.accelerate(qwen3, "panics-on-encode", early_start=False)
+    fast = tokbackend.accelerate(qwen3, "panics-on-encode")
     text = f"{TEXT} PANIC"
     assert fast.encode(text) == qwen3.encode(text)
     assert fast([TEXT, text])["input_ids"] == qwen3([TEXT, text])["input_ids"]
@@ -120,13 +119,12 @@ def panicking_derivation(monkeypatch, tmp_path):
     monkeypatch.setattr(FastDerivation, "record", record)
 
 
-def test_a_panic_finishing_an_early_start_is_a_failed_build_said_in_stats(qwen3, fresh_cache, panicking_derivation):
-    fast = tokbackend.accelerate(qwen3, "gigatoken")
-    assert not fast.tokbackend.build.final
-    assert fast.tokbackend.wait_until_final(120)
-    failed = fast.tokbackend.stats()["start_up"]["failed"]
-    assert failed is not None and "panicked" in failed, fast.tokbackend.stats()["start_up"]
-    assert not fast.tokbackend.fast_path_enabled
+def test_a_panic_in_the_guards_derivation_is_the_builds_reported_error(qwen3, fresh_cache, panicking_derivation):
+    with pytest.raises(BackendUnavailableError, match="gigatoken panicked while building its lane"):
+        tokbackend.accelerate(qwen3, "gigatoken")
+    fast = tokbackend.accelerate(qwen3, "gigatoken", allow_hf_fallback=True)
+    stats = fast.tokbackend.stats()
+    assert stats["start_up"]["phase"] == "off" and "panicked" in stats["disabled_reason"], stats["start_up"]
     assert fast.encode(TEXT) == qwen3.encode(TEXT)
 
 

@@ -275,9 +275,9 @@ def test_verify_exits_2_with_the_cause_on_a_tokenizer_the_backend_cannot_load(tm
 
 
 @pytest.mark.parametrize("backend", ["gigatoken", "auto"])
-def test_verify_exits_2_when_finishing_the_start_up_build_fails(backend, monkeypatch, tmp_path, capsys):
-    """Planted: the background work of an early start raises (a pipeline no record covers, and
-    a derivation that cannot read its package data). A deployment would serve HF from then on."""
+def test_verify_exits_6_when_the_start_up_build_fails(backend, monkeypatch, tmp_path, capsys):
+    """Planted: the guard's derivation raises (a pipeline no record covers, and a derivation that
+    cannot read its package data). A deployment could not start with this backend."""
     from tokbackend.guard import records
 
     monkeypatch.setattr(records, "SHIPPED_RECORDS", tmp_path / "no-shipped-records")
@@ -286,7 +286,7 @@ def test_verify_exits_2_when_finishing_the_start_up_build_fails(backend, monkeyp
     report = verify_model("qwen3", backend=backend, quick=True, only=set())
     assert report.exit_code == EXIT_UNAVAILABLE
     (load,) = [step for step in report.steps if step.name == "load"]
-    assert load.status == "unavailable" and "finishing the start-up build failed: FileNotFoundError: planted" in load.detail
+    assert load.status == "unavailable" and "building its lane failed: FileNotFoundError: planted" in load.detail
 
 
 def test_verify_exits_3_when_a_grammar_engine_sees_another_vocabulary(monkeypatch, capsys):

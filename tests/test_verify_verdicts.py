@@ -175,8 +175,8 @@ def test_the_sharing_check_fails_where_ours_answers_a_call_hf_refuses():
     from equivalence.sharing import settings_left
 
     hf = tokbackend.load_hf(str(family_dir("llama3", "small")))
-    assert settings_left(copy.deepcopy(hf), tokbackend.accelerate(copy.deepcopy(hf), early_start=False), "a b") is None
-    accelerated = tokbackend.accelerate(copy.deepcopy(hf), early_start=False)
+    assert settings_left(copy.deepcopy(hf), tokbackend.accelerate(copy.deepcopy(hf)), "a b") is None
+    accelerated = tokbackend.accelerate(copy.deepcopy(hf))
     accelerated.pad_token = accelerated.eos_token
     difference = settings_left(copy.deepcopy(hf), accelerated, "a b")
     assert difference is not None and "a 'padding' call answers, HF's raises ValueError" in difference, difference
@@ -190,7 +190,7 @@ def test_warnings_of_verifys_own_calls_are_compared_not_printed():
 
     hf = tokbackend.load_hf(str(family_dir("llama3", "small")))
     hf.pad_token = hf.eos_token
-    accelerated = tokbackend.accelerate(copy.deepcopy(hf), early_start=False)
+    accelerated = tokbackend.accelerate(copy.deepcopy(hf))
     call = Call("__call__", "hello world", {"padding": True, "max_length": 5})
     with warnings.catch_warnings(record=True) as leaked:
         warnings.simplefilter("always")
@@ -214,7 +214,7 @@ def test_the_grammar_gate_fails_where_a_generation_differs_from_hfs():
     from equivalence.grammar import grammar_gate
 
     hf = tokbackend.load_hf(str(family_dir("llama3", "small")))
-    accelerated = tokbackend.accelerate(copy.deepcopy(hf), early_start=False)
+    accelerated = tokbackend.accelerate(copy.deepcopy(hf))
     assert grammar_gate(accelerated, hf, generations=2).passed
 
     class DecodesOtherwise(type(accelerated)):

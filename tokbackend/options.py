@@ -41,13 +41,6 @@ class AccelerationOptions:
     segment_cache_steps_aside: while the traffic reuses less than an eighth of its text, encode
         most calls as with the segment cache off (a sampled eighth keep looking for text worth
         caching; `tokbackend.segments`). False: every call goes through the cache.
-    early_start: let `accelerate()` return as soon as an exact build can serve, and finish the
-        rest on a background thread, swapping it in when ready: a guard that must be derived
-        serves provisionally (it covers every code point the derivation can find; the exact one
-        replaces it about a second later), and "auto" serves with the candidate that loads
-        fastest while the one it prefers loads (docs/start-up.md). Off with strict=True, whose
-        errors must come from `accelerate()` itself; `tokenizer.tokbackend.wait_until_final()`
-        waits for the swap.
     """
 
     backend: str = DEFAULT_BACKEND
@@ -58,12 +51,6 @@ class AccelerationOptions:
     cache_budget_mib: int | None = DEFAULT_CACHE_BUDGET_MIB
     segment_cache_mib: int | None = DEFAULT_SEGMENT_CACHE_MIB
     segment_cache_steps_aside: bool = True
-    early_start: bool = True
-
-    @property
-    def starts_early(self) -> bool:
-        """Whether builds may serve before they are final (`early_start`, never with strict)."""
-        return self.early_start and not self.strict
 
     def __post_init__(self) -> None:
         check_backend_name(self.backend)  # fail early, with the list of known names, on a typo

@@ -27,8 +27,8 @@ class Reference(Protocol):
 
     def rust_ids(self, texts: list[str]) -> list[list[int]]:
         """The ids of HuggingFace's Rust tokenizer for plain texts, no special tokens added: what
-        a guard's derivation compares a backend with (`tokbackend.guard.derive`), for an early
-        start's screen of this very tokenizer."""
+        a guard's derivation compares a backend with (`tokbackend.guard.derive`), for the screen of
+        this very tokenizer at start-up."""
         ...
 
     def tokenizer_json(self) -> str:

@@ -12,9 +12,7 @@ with.
 
 from __future__ import annotations
 
-import concurrent.futures
 import logging
-import time
 from array import array
 from typing import Any
 
@@ -29,7 +27,6 @@ from tokbackend.reference import Reference
 from tokbackend.routing import Routing
 from tokbackend.segments import AddedTokenSplitter, SegmentCache, encode_through_cache
 from tokbackend.stats import AccelerationStats
-from tokbackend.successors import Successor
 
 logger = logging.getLogger("tokbackend")
 
@@ -55,7 +52,6 @@ class AccelerationState:
         # the build served, and the fingerprint of the tokenizer state it was last found right for
         self._serving: tuple[Build, object] = (UNBUILT, None)
         self._rebuild_lock = fork_safe_lock(self, "_rebuild_lock")
-        self.upgrade_seconds: float | None = None  # how long finishing an early start's build took
 
     # -- what stats() and the logs show ---------------------------------------------------------
 
@@ -126,14 +122,7 @@ class AccelerationState:
             "guard_record": guard.record.get("path"),
             "guard": guard.source(),
             "segment_cache": self._segment_cache_stats(build),
-            # an early start: whether the build serving is final, how long finishing it took, and
-            # why finishing it failed (the fast path is then off)
-            "start_up": {
-                "phase": build.phase.value,
-                "final": build.final,
-                "finished_in_s": self.upgrade_seconds,
-                "failed": build.failed,
-            },
+            "start_up": {"phase": build.phase.value},
             **backend_stats,
             **self.counters.snapshot(),
         }
@@ -170,44 +159,19 @@ class AccelerationState:
         """Whether the current build was made for a tokenizer state with this content."""
         return self._serving[0].content == content
 
-    def wait_until_final(self, timeout: float | None = None) -> bool:
-        """Wait until an early start's build is finished and swapped in (`early_start`); True
-        when the build serving now is final. Calls need not wait: they are exact either way."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            build = self.build
-            if build.final:
-                return True
-            successor = build.next
-            successor.start()  # in a child forked before it finished: finished here
-            left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            if not concurrent.futures.wait([successor], left).done:
-                return self.build.final  # timed out
-            self._finish(successor)
-            if self.build is build:  # its finishing ended without a final build (the process exits)
-                return False
-
     def wait_until_prepared(self, timeout: float | None = None) -> bool:
-        """Wait for the final build (`wait_until_final`) and its backends' preparation (warm-ups
-        and spares, run on a background thread after start-up); True when both are done. Calls
-        need not wait: they are exact either way."""
-        started = time.monotonic()
-        if not self.wait_until_final(timeout):
-            return False
+        """Wait for the backends' preparation (warm-ups and spares, run on a background thread
+        after `accelerate()` returns); True when it is done. Calls need not wait: they are
+        exact either way, only the first ones may be slower."""
         preparing = self.build.preparing
-        if preparing is not None:
-            preparing.join(None if timeout is None else max(0.0, timeout - (time.monotonic() - started)))
-        return preparing is None or not preparing.is_alive()
+        return preparing is None or preparing.join(timeout)
 
     def share_from(self, other: AccelerationState, reference: Reference) -> None:
         """Serve with `other`'s build and counters (copies of one tokenizer share one backend);
-        the caller has checked that `other` serves the reference's content. A build not final
-        yet is finished once for both (they share its `next`)."""
+        the caller has checked that `other` serves the reference's content."""
         with self._rebuild_lock:
             self._swap(other.build, reference.fingerprint())
             self.counters = other.counters
-            build = self._serving[0]
-        self._follow(build)
 
     def rebuild(self, reference: Reference, changed: bool = False) -> Build:
         """The build for the reference's current state: the current one when what a build is
@@ -225,7 +189,6 @@ class AccelerationState:
             if content != build.content:
                 build = build_for(reference, self.options, content, changed=changed or build is not UNBUILT)
             self._swap(build, fingerprint)
-        self._follow(build)
         return build
 
     def _swap(self, build: Build, fingerprint: object) -> None:
@@ -233,28 +196,12 @@ class AccelerationState:
         state's build changes. A build for another tokenizer state replaces any; otherwise the
         step must be one `PHASES` allows (the same build, with a newer fingerprint, stays)."""
         current = self._serving[0]
-        if build is not current and build.content == current.content and current is not UNBUILT:
-            if build.phase not in PHASES[current.phase].followed_by:
-                raise RuntimeError(f"tokbackend: a build in phase {current.phase.value!r} cannot be replaced by one in phase {build.phase.value!r}")
+        same_state = build is not current and build.content == current.content
+        if same_state and build.phase not in PHASES[current.phase].followed_by:
+            raise RuntimeError(
+                f"tokbackend: a build in phase {current.phase.value!r} cannot be replaced by one in phase {build.phase.value!r}"
+            )
         self._serving = (build, fingerprint)
-
-    def _follow(self, build: Build) -> None:
-        """Have an early start's build swapped for its successor once that is finished, by the
-        worker that finishes it (a process that makes no more calls shows it final as well)."""
-        if not build.final and not build.next.follow(self._finish):
-            self._finish(build.next)  # finished already
-
-    def _finish(self, successor: Successor) -> None:
-        """Swap in what `successor` (finished) made, if the build it finishes still serves: a
-        change to the tokenizer meanwhile wins."""
-        final = successor.result() if successor.exception() is None else None  # raised: logged there
-        with self._rebuild_lock:
-            build = self._serving[0]
-            if build.next is not successor or final is None or final is build:
-                return  # a newer build serves, or nothing follows (the process exits)
-            self._swap(final, self._serving[1])
-            self.upgrade_seconds = successor.seconds
-        logger.info("%s: start-up build finished in %.1f s: %s", self.model, self.upgrade_seconds, self.describe())
 
     # -- answering ----------------------------------------------------------------------------
 
@@ -265,7 +212,6 @@ class AccelerationState:
         add_special_tokens: bool,
         truncation: Truncation | None,
         arrays: bool = False,
-        _noted: bool = False,
     ) -> list[list[int]] | list[array] | None:
         """Ids for plain texts, or None after recording why HuggingFace must answer the call.
 
@@ -276,17 +222,6 @@ class AccelerationState:
         build, seen = self._serving
         if reference.fingerprint() != seen:
             build = self.rebuild(reference)
-        if not build.final and not _noted:  # the finishing work waits while calls run
-            successor = build.next
-            if successor.done():
-                self._finish(successor)
-                return self.answer(reference, texts, add_special_tokens, truncation, arrays, _noted=True)
-            successor.start()  # in a child forked before it finished: finished here
-            successor.arrive()
-            try:
-                return self.answer(reference, texts, add_special_tokens, truncation, arrays, _noted=True)
-            finally:
-                successor.leave()
         if build.disabled_reason is not None:
             self.record_fallback(FallbackReason.FAST_PATH_DISABLED, texts=len(texts))
             return None

@@ -245,11 +245,6 @@ def verify_model(
             # The backend a deployment gets (for "auto": the one it chooses, probe included; a
             # named one that fails the probe is verified all the same: the probe step says so) ...
             deployed = tokbackend.accelerate(hf, backend=backend)
-            final = deployed.tokbackend.wait_until_final()  # what serves once an early start is finished
-            failed = deployed.tokbackend.build.failed
-            if failed is not None or not final:  # a deployment would serve every call with HF from then on
-                step.done("unavailable", f"backend {backend!r} cannot serve {model}: {failed or 'its build never became final'}")
-                return report
             if deployed.tokbackend.routing is None:
                 step.done("unavailable", f"backend {backend!r} cannot serve {model}: {deployed.tokbackend.disabled_reason}")
                 return report
@@ -257,7 +252,7 @@ def verify_model(
             # ... then verified on its own: the probe's safety net is left off so that every
             # step sees the backend's own answers (through the Unicode guard, as deployed), and
             # the segment cache is off (every text reaches the backend; it has its own step).
-            accelerated = tokbackend.accelerate(hf, backend=lane.name, probe=False, segment_cache_mib=None, early_start=False)
+            accelerated = tokbackend.accelerate(hf, backend=lane.name, probe=False, segment_cache_mib=None)
         except (BackendUnavailableError, GuardUnavailableError, FastPathError) as error:
             step.done("unavailable", str(error).removeprefix("tokbackend: "))
             return report
@@ -497,7 +492,7 @@ def _changes(step: _Step, hf, backend, announce) -> None:
     from equivalence.changes import CHANGES, texts_for
     from equivalence.differential import answer_of
 
-    template = tokbackend.accelerate(hf, backend=backend, early_start=False)
+    template = tokbackend.accelerate(hf, backend=backend)
     answered = 0
     kept = {id(value): value for value in vars(template).values() if isinstance(value, (dict, list)) and len(value) > 10_000}
     with _logs_kept() as logs, _scratch_cache():
@@ -589,7 +584,7 @@ def _sharing(step: _Step, hf, backend, guard, announce) -> None:
     for name, check in checks.items():
         pair = (
             copy.deepcopy(hf, dict(kept)),
-            tokbackend.accelerate(copy.deepcopy(hf, dict(kept)), backend=backend, early_start=False),
+            tokbackend.accelerate(copy.deepcopy(hf, dict(kept)), backend=backend),
         )
         failure = check(pair)
         if failure is not None:
@@ -611,7 +606,7 @@ def _segments(step: _Step, hf, backend, profile, examples, seed, quick, announce
     from equivalence.conversations import conversations, guarded_sample, turn_by_turn
     from equivalence.differential import find_mismatch
 
-    cached = tokbackend.accelerate(hf, backend=backend, probe=False, segment_cache_steps_aside=False, early_start=False)
+    cached = tokbackend.accelerate(hf, backend=backend, probe=False, segment_cache_steps_aside=False)
     cache_stats = cached.tokbackend.stats()["segment_cache"]
     if not cache_stats["enabled"]:
         step.done("info", f"not used for this model ({cache_stats.get('unsupported')}); every request is encoded whole")

@@ -114,9 +114,6 @@ class EncodeBackend(Protocol):
     grows_without_bound: ClassVar[bool]
     # Where "auto" tries it: lower first (fastokens 10, gigatoken 20; 50 when not declared).
     auto_preference: ClassVar[int]
-    # How long it takes to load, relative to the others (gigatoken 1, fastokens 3; 10 when not
-    # declared): with an early start, "auto" serves with the cheapest while its choice loads.
-    load_cost: ClassVar[int]
     # Optional: `preloads`, modules to import in the background from `import tokbackend`
     # (`tokbackend.backends.preload`): a library the backend's first calls would import.
 
@@ -158,7 +155,6 @@ class BackendClass(Protocol):
     guard_family: str
     grows_without_bound: bool
     auto_preference: int
-    load_cost: int
 
     def __call__(self, tokenizer_json: str, options: Any = ...) -> EncodeBackend: ...
 

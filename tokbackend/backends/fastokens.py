@@ -52,7 +52,6 @@ class FastokensBackend:
     versioned_libraries = ("fastokens",)
     guard_family = "fastokens"
     auto_preference = 10  # bounded memory, GIL released, the faster on 2 and 16 cores (bench/RESULTS.md)
-    load_cost = 3  # about three times gigatoken's load (see GigatokenBackend.load_cost)
     preloads = ("fastokens",)
     grows_without_bound = False
 

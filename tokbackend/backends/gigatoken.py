@@ -48,8 +48,6 @@ class GigatokenBackend:
     # names share them.
     guard_family = "gigatoken"
     auto_preference = 20  # after fastokens: its caches need renewals and it holds the GIL
-    # its `from_json` takes about a third of fastokens' `from_json_str` (bench/RESULTS.md)
-    load_cost = 1
     # the library's batch calls import awkward on their first use, and awkward's first array
     # conversion numpy.ma: imported ahead (`tokbackend.preload`)
     preloads = ("gigatoken", "awkward", "numpy.ma")

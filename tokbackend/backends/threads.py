@@ -1,5 +1,7 @@
-"""Work on a thread of its own, whose result the caller waits for: a backend's load beside its
-guard's derivation (`tokbackend.routing.lanes`), the candidates of a scan (`tokbackend.guard.scan`)."""
+"""Work on a thread of its own: the one place tokbackend starts a thread (a guard's scan has a
+pool of its own). A backend's load beside its guard's derivation (`tokbackend.routing.lanes`),
+the backends' warm-ups after `accelerate()` (`tokbackend.build`), a renewing backend's spare
+(`tokbackend.backends.renewal`), the libraries' imports (`tokbackend.backends.preload`)."""
 
 from __future__ import annotations
 
@@ -11,9 +13,11 @@ T = TypeVar("T")
 
 
 class OnItsOwnThread(Generic[T]):
-    """`work()` running on a thread of its own; `result()` waits for it, raising what it raised.
-    Not a daemon: every caller joins it, and an interpreter that exits meanwhile waits for it
-    rather than stopping it inside a library's native code."""
+    """`work()` running on a thread of its own; `result()` waits for it, raising what it raised;
+    `join(timeout)` waits without raising. Not a daemon: an interpreter that exits meanwhile
+    waits for it rather than stopping it inside a library's native code (work that nothing
+    would use after an exit checks `tokbackend.backends.exiting` between its steps). Work that
+    nobody waits for catches and reports its own errors."""
 
     def __init__(self, work: Callable[[], T], name: str) -> None:
         self._work = work
@@ -32,4 +36,10 @@ class OnItsOwnThread(Generic[T]):
         self._thread.join()
         if self._error is not None:
             raise self._error
-        return self._value
+        return self._value  # type: ignore[return-value]
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait for the work to end (at most `timeout` seconds); True when it has."""
+        if self._thread is not threading.current_thread():
+            self._thread.join(timeout)
+        return not self._thread.is_alive()

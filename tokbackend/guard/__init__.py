@@ -36,7 +36,6 @@ from tokbackend.guard.bound import DerivationBudget, DerivationOverBudget, Guard
 from tokbackend.guard.records import (
     SHIPPED_RECORDS,
     derivation_lock,
-    describe_pipeline,
     find_record,
     installed_versions,
     model_fingerprint,
@@ -145,19 +144,16 @@ def load_guard(
     build_backend: Callable[[str], object],
     mode: str,
     cache_dir: Path,
-    early: bool = False,
     served: tuple[Callable, Callable] | None = None,
     refuses: Callable[[], str | None] | None = None,
 ) -> UnicodeGuard:
     """The guard for this tokenizer and backend family under `mode` ("derive", "refuse" or "off").
 
-    `build_backend(tokenizer_json)` makes a throw-away backend instance for a derivation.
-    `early`: where a derivation is needed, return at once a `ProvisionalGuard` that covers what
-    the derivation can find, and leave the derivation to its `finish()`; `served`: the served
-    tokenizer's and backend's encode, which its screen may use (`FastDerivation`).
-    Raises GuardUnavailableError where no guard can be had: `mode` "refuse" without a record,
-    `refuses()` saying why not, a derivation refused or past `DERIVATION_BUDGET` (then nothing is
-    written, and `finish()` raises the same).
+    `build_backend(tokenizer_json)` makes a throw-away backend instance for a derivation;
+    `served`: the served tokenizer's and backend's encode, which its screen may use
+    (`FastDerivation`). Raises GuardUnavailableError where no guard can be had: `mode` "refuse"
+    without a record, `refuses()` saying why not, a derivation refused or past
+    `DERIVATION_BUDGET` (then nothing is written).
     """
     if mode == "off":
         return UnicodeGuard(frozenset())
@@ -179,7 +175,7 @@ def load_guard(
         raise GuardUnavailableError(f"Unicode divergence guard for backend {backend_name!r} not derived: {refused}")
     from tokbackend.guard.derive import FastDerivation
 
-    def derivation_for(served=None) -> FastDerivation:
+    def derivation() -> FastDerivation:
         return FastDerivation(
             tokenizer_json,
             build_backend,
@@ -190,16 +186,7 @@ def load_guard(
             ascii_probed=refuses is not None,
         )
 
-    if not early:  # derive (or take another process's record) under the lock, nothing before
-        return _derived(derivation_for, key, backend_name, versions, cache_dir, why)
-    with _stopped_logged():
-        derivation = derivation_for(served)
-    finish = functools.partial(_derived, lambda: derivation, key, backend_name, versions, cache_dir, why)
-    # ASCII is never guarded (an ASCII text is answered by the backend: the probe and verify
-    # cover it), so the bound leaves it out as every record does.
-    bound = frozenset(point for point in derivation.bound() if point >= 0x80)
-    record = {"derivation": "provisional", "backend": backend_name, "pipeline_description": describe_pipeline(tokenizer_json)}
-    return ProvisionalGuard(bound, record, finish)
+    return _derived(derivation, key, backend_name, versions, cache_dir, why)
 
 
 def _derived(derivation_for, key, backend_name: str, versions: dict[str, str], cache_dir: Path, why: str) -> UnicodeGuard:
@@ -233,23 +220,6 @@ def _stopped_logged():
         raise
 
 
-class ProvisionalGuard(UnicodeGuard):
-    """Serves while the exact guard is derived: every code point the derivation could find
-    (`FastDerivation.bound`: where this pipeline's engines can differ, and around whatever the
-    safety-net screen found), so it guards at least what the exact one will. `finish()` runs
-    the derivation (one process per machine at a time) and returns the exact guard."""
-
-    def __init__(self, code_points: frozenset[int], record: dict, finish: Callable[[], UnicodeGuard]) -> None:
-        super().__init__(code_points, record)
-        self.finish = finish
-
-    def source(self) -> str:
-        return (
-            f"provisional: every code point the derivation can find for this pipeline "
-            f"({self.record['pipeline_description']}); the exact record is being derived"
-        )
-
-
 def _guard_from(record: dict) -> UnicodeGuard:
     return UnicodeGuard(from_ranges(record["code_points"]), record)
 
@@ -259,7 +229,6 @@ __all__ = [
     "DerivationBudget",
     "DerivationOverBudget",
     "GuardUnavailableError",
-    "ProvisionalGuard",
     "UnicodeGuard",
     "guard_versions",
     "load_guard",

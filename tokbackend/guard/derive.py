@@ -25,9 +25,9 @@ full where the screen finds anything.
 
 Derivation uses its own backend instances without a cache budget, so its encodes never count
 toward (or trigger) the serving backend's cache renewals; they are freed when it returns. The
-one exception is an early start's screen with the ids oracle (`FastDerivation`'s `served`): it
-runs at accelerate() time, before anything is served, on the served tokenizer and backend
-themselves, rather than building a second instance of each on the start-up path.
+one exception is the screen with the ids oracle at accelerate() time (`FastDerivation`'s
+`served`): it runs before anything is served, on the served tokenizer and backend themselves,
+rather than building a second instance of each on the start-up path.
 
 Both derivations first compare the backend with HuggingFace on the 128 ASCII code points in every
 context (`refuse_if_wrong_on_ascii`, milliseconds): a backend wrong on a text of ASCII alone is
@@ -196,11 +196,10 @@ def derive_fast(
 class FastDerivation:
     """`derive_fast` in two steps. Building it runs the cheap part: the oracle's encoders, the
     comparison on ASCII (`refuse_if_wrong_on_ascii`) and the safety-net screen of the sample (a
-    fraction of a second). `bound()` is then a superset of every code point `record()` can find,
-    so it can guard a backend while `record()` (the scan of every candidate run in every context,
-    about a second) runs on another thread. Both steps together keep to `budget` (the time
-    between them not counted); either raises GuardUnavailableError (DerivationOverBudget past the
-    budget), having written nothing."""
+    fraction of a second); `record()` then scans every candidate run, and the run around each
+    code point the screen found, in every context. Both steps together keep to `budget` (the
+    time between them not counted); either raises GuardUnavailableError (DerivationOverBudget
+    past the budget), having written nothing."""
 
     def __init__(
         self,
@@ -215,8 +214,8 @@ class FastDerivation:
     ) -> None:
         """served: (HuggingFace's, the backend's) encode of this very tokenizer, for the screen
         where the oracle is "ids" (the same tokenizer.json, so the same ids): it then builds
-        no instance of its own before `record()`, which builds them (it runs beside serving
-        calls, and its encodes must not count toward the served backend's renewals).
+        no instance of its own before `record()`, which builds them (its encodes must not count
+        toward the served backend's renewals).
         `backend_name`: for messages. `ascii_probed`: the caller has refused a backend wrong on
         ASCII already (the boot probe's ASCII texts, `load_guard(refuses=...)`), so the screen
         skips its own comparison (60 ms of a 32k-piece SentencePiece-style start-up on 2
@@ -267,14 +266,6 @@ class FastDerivation:
         if self._progress is not None:
             self._progress(f"{self._oracle}: {len(points)} code points x {len(over)} contexts")
         return scan(reference, {self._oracle: candidate}, over, points, meter=meter)[self._oracle]
-
-    def bound(self) -> frozenset[int]:
-        """Every code point `record()` can find: the candidate runs whole and the run around each
-        code point the screen found divergent (the only places `record()` scans); with
-        `code_points`, those."""
-        if self._code_points is not None:
-            return frozenset(self._code_points)
-        return frozenset(point for low, high in [*self._runs, *self._widened] for point in range(low, high + 1))
 
     def record(self, backend_name: str, key: RecordKey, versions: dict[str, str]) -> dict:
         """The record of the fast derivation (see the module docstring)."""

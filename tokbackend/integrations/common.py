@@ -4,10 +4,10 @@
   means any registered backend NAME, or "tokbackend-auto". The prefix keeps our values apart
   from the servers' own choices (SGLang's and vLLM's "fastokens" are fastokens' process-global
   patch, not this package).
-- A server process serves with the final build: the integration builds it with no early start
-  (`AccelerationOptions.early_start`: the exact guard of a pipeline without a record and auto's
-  choice are made before `get_tokenizer` returns). One log line per process says what serves
-  the tokenizer, and how long the build took.
+- A server process serves with the final build, made before `get_tokenizer` returns (as every
+  `accelerate()` does: the exact guard of a pipeline without a record and auto's choice
+  included). One log line per process says what serves the tokenizer, and how long the build
+  took.
 - One build per process and tokenizer: a process that loads the same tokenizer again (SGLang's
   scheduler loads one for itself and one for its model worker) serves the second with the first
   one's build, as a copy would (`tokbackend.tokenizer.accelerate_like`), rather than building it
@@ -22,12 +22,10 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
-import sys
 import time
 import weakref
 
 from tokbackend.backends import BARE_FLAG_BACKENDS
-from tokbackend.backends.forking import fork_safe_lock
 
 logger = logging.getLogger("tokbackend")
 
@@ -36,9 +34,10 @@ FLAG_PREFIX = "tokbackend-"
 # The value a server flag defaults to in our own helpers (`accelerate_for_sglang`).
 DEFAULT_FLAG_VALUE = BARE_FLAG_BACKENDS[0]
 # Tokenizers this process accelerated for a server, newest last (held weakly), which a later load
-# of the same tokenizer shares its build with (`accelerate_for_server`).
-_built: list[weakref.ref] = []
-_built_lock = fork_safe_lock(sys.modules[__name__], "_built_lock")
+# of the same tokenizer shares its build with (`accelerate_for_server`). A tuple replaced in one
+# assignment, so a reader never sees it half-changed; two loads finishing at once may keep only
+# one of the two, which costs a later load a build of its own, never a wrong one.
+_built: tuple[weakref.ref, ...] = ()
 
 
 def flag_values() -> list[str]:
@@ -73,11 +72,7 @@ def accelerate_for_server(tokenizer, model: str, flag: str, server: str, *legacy
     allow_fallback = fallback_allowed(*legacy_fallback_variables)
     process = f"{multiprocessing.current_process().name} (pid {os.getpid()})"
     started = time.monotonic()
-    # No early start: the process waits for the final build either way, and an early one would
-    # first load a bridge backend that serves nothing here (measured on the H200 host, SGLang
-    # 0.5.16: its scheduler loads the tokenizer before the weights, so the wait is on the way to
-    # /health, not beside the weight load).
-    options = tokbackend.AccelerationOptions(allow_hf_fallback=allow_fallback, early_start=False)
+    options = tokbackend.AccelerationOptions(allow_hf_fallback=allow_fallback)
     options = options if backend is None else options.replace(backend=backend)
     shared = _shared_build(tokenizer, options)
     if shared is not None:
@@ -116,9 +111,8 @@ def accelerate_for_server(tokenizer, model: str, flag: str, server: str, *legacy
             f"tokbackend: {flag}: the fast path is off for {model} ({state.disabled_reason}); refusing to start "
             f"with a silent downgrade. Set {ALLOW_FALLBACK_ENV}=1 to serve it with HuggingFace."
         )
-    with _built_lock:  # only a build that start-up accepted is shared
-        _built[:] = [entry for entry in _built if entry() is not None]
-        _built.append(weakref.ref(accelerated))
+    global _built  # only a build that start-up accepted is shared
+    _built = (*(entry for entry in _built if entry() is not None), weakref.ref(accelerated))
     return accelerated
 
 
@@ -127,8 +121,7 @@ def _shared_build(tokenizer, options):
     with these options, where the two encode alike (`accelerate_like`); else None."""
     from tokbackend.tokenizer import accelerate_like
 
-    with _built_lock:
-        earlier = [entry() for entry in reversed(_built)]
+    earlier = [entry() for entry in reversed(_built)]
     for candidate in earlier:
         if candidate is not None and candidate.tokbackend.options == options:
             shared = accelerate_like(tokenizer, candidate)

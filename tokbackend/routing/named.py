@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import functools
 from typing import TYPE_CHECKING
 
 from tokbackend.backends import BackendUnavailableError
 from tokbackend.guard import GuardUnavailableError
 from tokbackend.probe import probe_lane
 from tokbackend.routing.failure import NoExactBackend, Shortfall
-from tokbackend.routing.lanes import Routing, build_lane, finished_routing
+from tokbackend.routing.lanes import Routing, build_lane
 
 if TYPE_CHECKING:
     from tokbackend.options import AccelerationOptions
@@ -19,16 +18,12 @@ if TYPE_CHECKING:
 def named_routing(reference: Reference, tokenizer_json: str, options: AccelerationOptions, model: str) -> tuple[Routing, float]:
     """(the routing, seconds spent probing); raises NoExactBackend."""
     try:
-        lane = build_lane(options.backend, tokenizer_json, options, early=options.starts_early, reference=reference)
+        lane = build_lane(options.backend, tokenizer_json, options, reference=reference)
     except BackendUnavailableError as error:
         raise NoExactBackend(Shortfall.UNAVAILABLE, str(error)) from error
     except GuardUnavailableError as error:
         raise NoExactBackend(Shortfall.INEXACT, str(error), strict_message=f"tokbackend: {model}: {error}") from error
     routing = Routing(lane, "named explicitly")
-    if lane.provisional:
-        inexact = functools.partial(_inexact, routing)  # a second probe's failure serves on with HF
-        upgrade = functools.partial(finished_routing, routing, reference, options, model, inexact)
-        routing = Routing(lane, routing.reason, upgrade)
     if not options.probe:
         return routing, 0.0
     mismatch, seconds = probe_lane(lane, reference, model)
@@ -38,8 +33,7 @@ def named_routing(reference: Reference, tokenizer_json: str, options: Accelerati
 
 
 def _inexact(routing: Routing, why: str, seconds: float) -> NoExactBackend:
-    """`why`: the boot probe's mismatch, or what finishing an early start found (`finish_lane`:
-    the second probe's mismatch, or a derivation refused or past its bound)."""
+    """`why`: the boot probe's mismatch."""
     return NoExactBackend(
         Shortfall.INEXACT,
         why,

@@ -1,0 +1,232 @@
+"""Start-up: `accelerate()` returns a final build (the backend loaded, its exact guard found or
+derived, the boot probe passed), in-process as in the servers' processes; what a server process
+logs and shares; what a process that exits at once leaves running; the lifecycle's table.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import logging
+
+import pytest
+from defects import finish_without_package_data
+
+import tokbackend
+from equivalence.families import build_family
+from tokbackend import guard as guard_module
+from tokbackend.backends import backend_class
+from tokbackend.guard import derive, records
+from tokbackend.guard.candidates import candidate_runs, run_around, sample
+from tokbackend.guard.derive import FULL_PLANES, FastDerivation, _hf_encoder
+
+TEXTS = [
+    "Ready? 毕老师说：naïve café, Привет, 🤖 1234",
+    "e\u0301 A\u030a combining marks, ſ's case relatives",
+    "<|im_start|>user\nhi 12345<|im_end|>",
+]
+
+
+@pytest.fixture
+def unseen_pipeline(monkeypatch, tmp_path):
+    """No shipped record and an empty cache: every pipeline is one tokbackend has not seen."""
+    monkeypatch.setattr(records, "SHIPPED_RECORDS", tmp_path / "no-shipped-records")
+    monkeypatch.setenv("TOKBACKEND_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path
+
+
+@pytest.fixture(scope="module")
+def qwen3():
+    return tokbackend.load_hf("qwen3")
+
+
+@pytest.mark.parametrize("backend", ["gigatoken", "fastokens"])
+def test_an_unseen_pipeline_is_served_with_its_exact_guard_from_the_first_call(qwen3, unseen_pipeline, backend):
+    """No record ships for it: `accelerate()` derives the exact guard before it returns, and the
+    build that serves the first call is final."""
+    fast = tokbackend.accelerate(qwen3, backend)
+    state = fast.tokbackend
+    assert state.stats()["start_up"]["phase"] == "final" and state.guard.record["matched"] == "derived here"
+    assert [fast.encode(text) for text in TEXTS] == [qwen3.encode(text) for text in TEXTS]
+    assert state.stats()["fast_texts"] >= 2
+
+
+def test_the_guard_module_derives_nothing_with_a_record(qwen3, monkeypatch):
+    """With a shipped record no derivation starts at all."""
+    monkeypatch.setattr(guard_module.derive, "FastDerivation", lambda *args, **kwargs: pytest.fail("derived with a record"))
+    fast = tokbackend.accelerate(qwen3, "gigatoken")
+    assert fast.tokbackend.stats()["start_up"]["phase"] == "final" and "shipped" in fast.tokbackend.stats()["guard"]
+    assert [fast.encode(text) for text in TEXTS] == [qwen3.encode(text) for text in TEXTS]
+
+
+@pytest.fixture
+def failing_finish(monkeypatch):
+    """Planted: the guard's derivation raises, as it did where a wheel lacked the package data
+    every derivation reads (FileNotFoundError)."""
+    finish_without_package_data(monkeypatch)
+
+
+@pytest.mark.parametrize("backend", ["gigatoken", "auto"])
+def test_a_derivation_that_fails_is_reported_by_accelerate_itself(qwen3, unseen_pipeline, failing_finish, backend):
+    """Nothing serves before the exact guard exists: a failure there is `accelerate()`'s own
+    error, or, with allow_hf_fallback, the fast path off with the reason in stats()."""
+    with pytest.raises(tokbackend.BackendUnavailableError, match="FileNotFoundError: planted"):
+        tokbackend.accelerate(qwen3, backend)
+    fast = tokbackend.accelerate(qwen3, backend, allow_hf_fallback=True)
+    stats = fast.tokbackend.stats()
+    assert stats["start_up"]["phase"] == "off" and "FileNotFoundError: planted" in stats["disabled_reason"]
+    assert [fast.encode(text) for text in TEXTS] == [qwen3.encode(text) for text in TEXTS]
+    assert fast.tokbackend.stats()["fast_texts"] == 0  # every one of them went to HF
+
+
+def _server_lines(caplog, model: str) -> list[str]:
+    return [record.getMessage() for record in caplog.records if f"tokenizer for {model}" in record.getMessage()]
+
+
+def test_a_server_process_serves_with_the_final_build_and_says_so(qwen3, unseen_pipeline, caplog):
+    """On a fresh replica the integration builds the final build (auto's choice, the derived
+    record) before the process serves, and its one line names what serves."""
+    from tokbackend.integrations.common import accelerate_for_server
+
+    with caplog.at_level(logging.WARNING, logger="tokbackend"):
+        fast = accelerate_for_server(qwen3, "qwen3", "--tokenizer-backend tokbackend-auto", "SGLang")
+    assert fast.tokbackend.stats()["start_up"]["phase"] == "final" and fast.tokbackend.fast_path_enabled
+    assert fast.tokbackend.routing.lane.name == "fastokens"
+    (line,) = _server_lines(caplog, "qwen3")
+    assert "(built in " in line and "backend auto (fastokens" in line and "derived here" in line
+    assert "not built: gigatoken" in line
+
+
+def test_a_second_load_in_a_server_process_shares_the_first_build(qwen3, unseen_pipeline, caplog):
+    """SGLang's scheduler loads the tokenizer twice (for itself and its model worker): the second
+    load serves with the first one's build rather than building it again on the way to /health,
+    but only where the two encode alike: an added token, or other options, build anew."""
+    from tokbackend.integrations.common import accelerate_for_server
+
+    flag = "--tokenizer-backend tokbackend-auto"
+    first = accelerate_for_server(qwen3, "qwen3", flag, "SGLang")
+    second = accelerate_for_server(tokbackend.load_hf("qwen3"), "qwen3", flag, "SGLang")
+    assert second is not first and second.tokbackend.build is first.tokbackend.build
+    line = _server_lines(caplog, "qwen3")[-1]
+    assert "the build of an earlier load in this process" in line
+    text = "Ready? 毕老师说 naïve 🤖 1234 <think>x</think>"
+    assert second.encode(text) == qwen3.encode(text) and second.tokbackend.stats()["fast_texts"] >= 1
+
+    changed = tokbackend.load_hf("qwen3")
+    changed.add_tokens(["<planted-tool>"])
+    third = accelerate_for_server(changed, "qwen3", flag, "SGLang")
+    assert third.tokbackend.build is not first.tokbackend.build
+    assert third.encode("a<planted-tool>b") == changed.encode("a<planted-tool>b") != qwen3.encode("a<planted-tool>b")
+    other = accelerate_for_server(tokbackend.load_hf("qwen3"), "qwen3", "--tokenizer-backend gigatoken", "SGLang")
+    assert other.tokbackend.build is not first.tokbackend.build and other.tokbackend.routing.lane.name == "gigatoken"
+
+
+def test_a_second_load_shares_nothing_where_the_vocabulary_differs(qwen3, unseen_pipeline):
+    """Planted: a tokenizer whose pipeline and added tokens are the earlier one's, with two
+    tokens' ids swapped in its vocabulary (what a build's content leaves out): built anew."""
+    import json
+
+    from tokenizers import Tokenizer
+
+    from tokbackend.integrations.common import accelerate_for_server
+
+    flag = "--tokenizer-backend tokbackend-fastokens"
+    first = accelerate_for_server(qwen3, "qwen3", flag, "SGLang")
+    data = json.loads(qwen3.backend_tokenizer.to_str())
+    vocab = data["model"]["vocab"]
+    vocab["hello"], vocab["world"] = vocab["world"], vocab["hello"]
+    swapped = copy.copy(qwen3)
+    swapped._tokenizer = Tokenizer.from_str(json.dumps(data))
+    second = accelerate_for_server(swapped, "qwen3", flag, "SGLang")
+    assert second.tokbackend.build is not first.tokbackend.build
+    assert second.encode("hello world") == swapped.encode("hello world") != qwen3.encode("hello world")
+
+
+def test_a_server_refuses_to_start_when_its_build_fails(qwen3, unseen_pipeline, failing_finish, monkeypatch):
+    from tokbackend.integrations.common import ALLOW_FALLBACK_ENV, accelerate_for_server
+
+    refused = "cannot serve qwen3.*building its lane failed: FileNotFoundError: planted.*Remove the flag"
+    with pytest.raises(RuntimeError, match=refused):
+        accelerate_for_server(qwen3, "qwen3", "--tokenizer-backend tokbackend-auto", "SGLang")
+    monkeypatch.setenv(ALLOW_FALLBACK_ENV, "1")  # the operator's choice: serve it with HF
+    served = accelerate_for_server(qwen3, "qwen3", "--tokenizer-backend gigatoken", "SGLang")
+    assert not served.tokbackend.fast_path_enabled and "FileNotFoundError: planted" in served.tokbackend.disabled_reason
+    assert served.encode(TEXTS[0]) == qwen3.encode(TEXTS[0])
+
+
+def test_the_screen_on_the_served_tokenizer_sees_what_its_own_instances_see(monkeypatch):
+    """With the ids oracle (a SentencePiece-style pipeline) the start-up screen runs on the served
+    tokenizer and backend instead of building its own. Planted: a served backend wrong on one
+    sampled code point outside every candidate run; the scan must widen to the run around it."""
+    tokenizer_json = build_family("mistral-metaspace", "small").backend_tokenizer.to_str()
+    kind = backend_class("gigatoken")
+    backend = kind(tokenizer_json, kind.options_for_scanning())
+    planted = next(point for point in sample(FULL_PLANES, candidate_runs(tokenizer_json)) if point > 0x4E00)
+    built = []
+    monkeypatch.setattr(derive, "_hf_encoder", lambda text: built.append(text) or _hf_encoder(text))
+
+    def wrong(texts):
+        return [ids[:-1] if chr(planted) in text else ids for text, ids in zip(texts, backend.encode_batch(texts))]
+
+    def widened(candidate):
+        served = (_hf_encoder(tokenizer_json), candidate)
+        built.clear()
+        derivation = FastDerivation(tokenizer_json, lambda text: pytest.fail("built an instance for the screen"), served=served)
+        assert not built  # the screen used the served encoders
+        return {point for low, high in derivation._widened for point in range(low, high + 1)}
+
+    first, last = run_around(planted)
+    assert planted not in widened(backend.encode_batch)
+    assert set(range(first, last + 1)) <= widened(wrong)
+
+
+# A process that exits right after accelerate(): the background work it started (a lane's
+# warm-up and spare instance) stops between its steps rather than keeping the process alive for
+# seconds. Planted: a warm-up of a second, so that the exit comes first; what runs after it prints.
+EXITS_AT_ONCE = """
+import sys, time
+import tokbackend
+from tokbackend.backends.gigatoken import GigatokenBackend
+
+warm_up = GigatokenBackend.prepare
+GigatokenBackend.prepare = lambda self: (time.sleep(1.0), warm_up(self))[1]
+fast = tokbackend.accelerate(tokbackend.load_hf("qwen3"), sys.argv[1])
+backend = fast.tokbackend.backend
+if hasattr(backend, "_build"):  # a RenewingBackend: say when its spare is built
+    spare = backend._build
+    backend._build = lambda: (print("BUILT A SPARE", flush=True), spare())[1]
+print("SERVES", fast.tokbackend.stats()["start_up"]["phase"], fast.encode("Hello"), flush=True)
+"""
+
+
+def test_a_process_that_exits_stops_the_background_work_it_no_longer_needs(unseen_pipeline):
+    import os
+    import subprocess
+    import sys
+
+    environment = {**os.environ, "TOKBACKEND_CACHE_DIR": str(unseen_pipeline / "cache")}
+    completed = subprocess.run(
+        [sys.executable, "-c", EXITS_AT_ONCE, "gigatoken"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=environment,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    assert "SERVES final [9707]" in completed.stdout, completed.stdout
+    assert "BUILT A SPARE" not in completed.stdout
+
+
+def test_a_step_the_lifecycle_table_does_not_allow_is_refused(qwen3):
+    """`_swap` is the one place a build is swapped in, and it holds to `PHASES`: planted, a build
+    of the same tokenizer state with the fast path off put over the final one is refused, and
+    the final build serves on."""
+    fast = tokbackend.accelerate(qwen3, "gigatoken")
+    state = fast.tokbackend
+    final = state.build
+    off = dataclasses.replace(final, disabled_reason="planted")
+    assert final.phase.value == "final" and off.phase.value == "off"
+    with pytest.raises(RuntimeError, match="phase 'final' cannot be replaced by one in phase 'off'"), state._rebuild_lock:
+        state._swap(off, state.serving[1])
+    assert state.build is final and fast.encode(TEXTS[1]) == qwen3.encode(TEXTS[1])
