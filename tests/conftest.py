@@ -72,7 +72,7 @@ def _fresh_server_process(monkeypatch):
     test plants."""
     from tokbackend.integrations import common
 
-    monkeypatch.setattr(common, "_built", [])
+    monkeypatch.setattr(common, "_built", ())
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ import contextlib
 import contextvars
 import copy
 import functools
-import sys
+import threading
 import types
 from array import array
 from collections.abc import Hashable, Iterator
@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING, Any
 from tokbackend import watch
 from tokbackend.backends import BackendUnavailableError
 from tokbackend.backends.arrays import ones_like
-from tokbackend.backends.forking import fork_safe_lock
 from tokbackend.lazy_encodings import lazy_batch_encoding
 from tokbackend.models import builtin_name_of
 from tokbackend.options import AccelerationOptions
@@ -273,10 +272,9 @@ class HFReference:
         if self.fingerprint() == fingerprint or build.tokenizer_json is None:
             key = ("encodings", tokenizer._tokbackend_settings(kwargs))
             return self._internal(text, add_special_tokens, kwargs, key).encodings
-        rust = _rust_as_built(build.tokenizer_json)
-        with _as_built_lock:
-            apply(rust, _left_by(truncation_of(kwargs) if kwargs else None, kwargs, truncation_side))
-            return rust.encode_batch([text] if type(text) is str else list(text), add_special_tokens=add_special_tokens)
+        rust = _rust_as_built(build.tokenizer_json, threading.get_ident())
+        apply(rust, _left_by(truncation_of(kwargs) if kwargs else None, kwargs, truncation_side))
+        return rust.encode_batch([text] if type(text) is str else list(text), add_special_tokens=add_special_tokens)
 
     def _internal(self, text, add_special_tokens: bool, kwargs: dict[str, Any], key: Hashable):
         tokenizer = self._tokenizer
@@ -309,15 +307,13 @@ def _left_by(truncation: Truncation | None, kwargs: dict[str, Any], truncation_s
 
 
 @functools.lru_cache(maxsize=2)
-def _rust_as_built(tokenizer_json: str) -> Any:
+def _rust_as_built(tokenizer_json: str, thread: int) -> Any:
     """A private Rust tokenizer of a state the shared one has left: HF's own encode of that
-    state, for results made before a change (its settings are set and used under `_as_built_lock`)."""
+    state, for results made before a change. One per thread (`thread`: its ident), which alone
+    sets its settings and encodes with it: no lock, and no other thread's settings in between."""
     from tokenizers import Tokenizer
 
     return Tokenizer.from_str(tokenizer_json)
-
-
-_as_built_lock = fork_safe_lock(sys.modules[__name__], "_as_built_lock")
 
 
 def reference_of(tokenizer: AcceleratedTokenizerMixin) -> HFReference:
@@ -337,7 +333,6 @@ def _restore(plain: PreTrainedTokenizerBase, options: AccelerationOptions) -> Pr
     return _attach(plain, options, copied=True)
 
 
-_class_lock = fork_safe_lock(sys.modules[__name__], "_class_lock")
 _accelerated_classes: dict[type, type] = {}
 
 
@@ -349,19 +344,18 @@ def accelerated_class(original: type) -> type:
     of the methods they override, so an error that names one (`got multiple values for keyword
     argument ...`) reads as HF's.
     """
-    with _class_lock:
-        generated = _accelerated_classes.get(original)
-        if generated is None:
-            namespace = {
-                "__module__": original.__module__,
-                "__qualname__": original.__qualname__,
-                "_tokbackend_original_class": original,
-            }
-            for name in ("encode", "_encode_plus"):
-                namespace[name] = _named_like(AcceleratedTokenizerMixin.__dict__[name], getattr(original, name))
-            generated = type(original.__name__, (AcceleratedTokenizerMixin, original), namespace)
-            _accelerated_classes[original] = generated
+    generated = _accelerated_classes.get(original)
+    if generated is not None:
         return generated
+    namespace = {
+        "__module__": original.__module__,
+        "__qualname__": original.__qualname__,
+        "_tokbackend_original_class": original,
+    }
+    for name in ("encode", "_encode_plus"):
+        namespace[name] = _named_like(AcceleratedTokenizerMixin.__dict__[name], getattr(original, name))
+    # two threads may both make one; `setdefault` (atomic) keeps the first, and both return it
+    return _accelerated_classes.setdefault(original, type(original.__name__, (AcceleratedTokenizerMixin, original), namespace))
 
 
 def _named_like(function: types.FunctionType, overridden: Any) -> types.FunctionType:

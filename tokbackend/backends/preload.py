@@ -1,8 +1,8 @@
 """The backends' libraries, imported on a background thread when `tokbackend.preload()` asks.
 
 A library's first import is start-up work that need not wait for `accelerate()`: awkward, which
-gigatoken's batch calls import on their first use, takes 0.1-0.3 s of a 2-core VM, as much as
-HuggingFace's whole load of a 32k-piece vocabulary. Imported while the process does other things
+gigatoken's batch calls import on their first use, takes about as long as HuggingFace's whole
+load of a 32k-piece vocabulary (bench/RESULTS.md). Imported while the process does other things
 (a server loads its weights, parses its arguments, starts its workers), it is gone from the
 first build's time. `import tokbackend` starts nothing: the SGLang and vLLM plugins ask for it, in
 every process they register in. Off with TOKBACKEND_PRELOAD=0.
@@ -17,15 +17,15 @@ import contextlib
 import importlib
 import importlib.util
 import os
-import threading
 from collections.abc import Callable
 
 from tokbackend.backends.forking import before_fork
+from tokbackend.backends.threads import OnItsOwnThread
 
 PRELOAD_ENV = "TOKBACKEND_PRELOAD"
 _FORK_WAIT_S = 5.0
 
-_thread: threading.Thread | None = None
+_thread: OnItsOwnThread[None] | None = None
 
 
 def start(then: Callable[[], None] | None = None) -> None:
@@ -38,8 +38,7 @@ def start(then: Callable[[], None] | None = None) -> None:
     if os.environ.get(PRELOAD_ENV, "1") == "0" or _thread is not None:
         return
     before_fork(_wait_before_a_fork)
-    _thread = threading.Thread(target=_run, args=(then,), name="tokbackend-preload")
-    _thread.start()
+    _thread = OnItsOwnThread(lambda: _run(then), "tokbackend-preload")
 
 
 def _run(then: Callable[[], None] | None) -> None:
@@ -70,7 +69,4 @@ def started() -> bool:
 def wait(timeout: float | None = None) -> bool:
     """Wait for the imports to end; True when they have (or never started)."""
     thread = _thread
-    if thread is None or thread is threading.current_thread():
-        return True
-    thread.join(timeout)
-    return not thread.is_alive()
+    return thread is None or thread.join(timeout)

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import logging
 import os
-import threading
 import time
 from array import array
 from collections.abc import Callable
@@ -30,7 +30,8 @@ from typing import Any
 from tokbackend.backends.arrays import encode_array, encode_batch_arrays
 from tokbackend.backends.base import EncodeBackend
 from tokbackend.backends.exiting import exiting
-from tokbackend.backends.forking import after_fork_in_child, fork_safe_lock
+from tokbackend.backends.forking import after_fork_in_child
+from tokbackend.backends.threads import OnItsOwnThread
 
 _PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 # a descriptor of this process's /proc/self/statm, opened on first use: /proc/self is resolved
@@ -81,8 +82,8 @@ class RenewingBackend:
         self.grows_without_bound = False  # that is what this wrapper is for
         self._budget_bytes = int(budget_mib) << 20
         self._growth = 0
-        self._spare_lock = fork_safe_lock(self, "_spare_lock")
-        self._spare: EncodeBackend | None = None
+        # the prepared spare instance, when there is one (append and pop are atomic: no lock)
+        self._spares: list[EncodeBackend] = []
         self.cache_renewals = 0
 
     @property
@@ -129,14 +130,21 @@ class RenewingBackend:
         return result
 
     def _renew(self) -> None:
-        with self._spare_lock:
-            spare, self._spare = self._spare, None
-        if spare is None:
+        try:
+            spare = self._spares.pop()
+        except IndexError:
             return  # the next spare is still being built
         self._current = spare  # in-flight calls finish on the old instance, which is then freed
         self.cache_renewals += 1
-        # not a daemon: see tokbackend.build._prepare
-        threading.Thread(target=self._prepare_spare, args=(True,), name="tokbackend-spare").start()
+        OnItsOwnThread(self._next_spare, "tokbackend-spare")
+
+    def _next_spare(self) -> None:
+        """The spare for the next renewal, on a thread nobody waits for: a failure is logged, and
+        the serving instance serves on (its caches grow until a spare exists)."""
+        try:
+            self._prepare_spare(after_renewal=True)
+        except Exception as error:  # noqa: BLE001 - reported here: nobody joins this thread
+            logging.getLogger("tokbackend").warning("backend %s: building a spare instance failed: %s", self.name, error)
 
     def _prepare_spare(self, after_renewal: bool) -> None:
         if after_renewal:
@@ -147,7 +155,6 @@ class RenewingBackend:
         spare = self._build()
         if not exiting():
             spare.prepare()
-        with self._spare_lock:
-            self._spare = spare
+        self._spares.append(spare)
         # Growth seen while the spare was built is mostly the spare itself: start counting afresh.
         self._growth = 0
