@@ -19,6 +19,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -69,7 +70,15 @@ def _environment(tree: str | None) -> dict[str, str]:
 def _timed(code: str, model: str, tree: str | None, processes: int) -> tuple[float, list[str]]:
     started = time.perf_counter()
     children = [
-        subprocess.Popen([sys.executable, "-c", code, model], env=_environment(tree), stdout=subprocess.PIPE, text=True)
+        # from a neutral directory: `python -c` puts the working directory first on sys.path, where
+        # a source tree there would shadow the one on PYTHONPATH
+        subprocess.Popen(
+            [sys.executable, "-c", code, model],
+            env=_environment(tree),
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=tempfile.gettempdir(),
+        )
         for _ in range(processes)
     ]
     outputs = [child.communicate()[0] for child in children]

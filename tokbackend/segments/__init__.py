@@ -34,7 +34,8 @@ class Segments:
         time by a fresh encode, so only texts with pieces to reuse go through it."""
         search = self.splitter.search
         for text in texts:  # noqa: SIM110 - a loop, not a generator: no Python frame per text
-            if search(text) is not None or (not arrays and len(text) >= LONG_PLAIN_TEXT):
+            # the length first: a search reads the whole text, which the cache's split reads again
+            if (not arrays and len(text) >= LONG_PLAIN_TEXT) or search(text) is not None:
                 return True
         return False
 
