@@ -85,7 +85,7 @@ def main() -> None:
             check(stats["start_up"]["phase"] == "final", f"{backend}: the start-up build is final ({stats['start_up']})")
             # derived by this process (or, after the first, read back from the cache it wrote)
             check(str(scratch / "cache") in stats["guard"], f"{backend}: guard {stats['guard']!r}")
-            served_by = stats["routing"]["backend"] if backend == "auto" else stats["backend"]
+            served_by = stats["backend"]
             expected = served_by != "hf" if backend == "auto" else served_by == backend
             check(stats["fast_texts"] > 0 and expected, f"{backend}: served by {served_by}")
 

@@ -94,6 +94,7 @@ def test_a_backend_that_panics_on_the_probe_is_not_exact(qwen3, fresh_cache, reg
     register_for_test("panics-when-probed", PanicsWhenProbed)
     fast = tokbackend.accelerate(qwen3, "panics-when-probed")
     assert not fast.tokbackend.fast_path_enabled and "panicked" in fast.tokbackend.disabled_reason
+    assert (fast.tokbackend.stats()["backend"], fast.tokbackend.stats()["backend_option"]) == ("hf", "panics-when-probed")
     assert fast.encode(TEXT) == qwen3.encode(TEXT)
     with pytest.raises(tokbackend.FastPathError, match="panicked"):
         tokbackend.accelerate(qwen3, "panics-when-probed", strict=True)

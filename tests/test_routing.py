@@ -63,6 +63,8 @@ def test_auto_chooses_an_exact_backend_and_says_why(hf_tokenizer, fresh_auto_cac
         fast = tokbackend.accelerate(hf_tokenizer, "auto")
     routing = fast.tokbackend.stats()["routing"]
     assert routing["backend"] == auto.candidates()[0] == "fastokens"
+    # stats() names what serves, and what was asked for
+    assert (fast.tokbackend.stats()["backend"], fast.tokbackend.stats()["backend_option"]) == ("fastokens", "auto")
     assert built == ["fastokens"], "auto built a backend it does not serve with"
     assert "the first in auto's order that is exact (fastokens, gigatoken)" in routing["reason"]
     assert "not built: gigatoken" in routing["reason"]

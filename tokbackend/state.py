@@ -107,12 +107,15 @@ class AccelerationState:
         return None if segments is None else segments.cache
 
     def stats(self) -> dict[str, Any]:
-        """Counters and state, e.g. `{"backend": "gigatoken", "fast_calls": 3, "fallbacks": {...}}`."""
+        """Counters and state, e.g. `{"backend": "fastokens", "backend_option": "auto", "fast_calls": 3,
+        "fallbacks": {...}}`: `backend` names what serves (the routing's backend, or "hf" while the
+        fast path is off), `backend_option` what `accelerate()` was asked for."""
         build = self.build
         backend_stats = {} if build.routing is None else build.routing.lane.backend.stats()
         guard = self.guard
         return {
-            "backend": self.backend_name,
+            "backend": build.routing.lane.name if build.routing is not None and build.disabled_reason is None else "hf",
+            "backend_option": self.backend_name,
             "model": self.model,
             "fast_path_enabled": build.disabled_reason is None,
             "disabled_reason": build.disabled_reason,
