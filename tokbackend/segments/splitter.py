@@ -100,10 +100,6 @@ class AddedTokenSplitter:
             if part
         ]
 
-    def finds_token(self, text: str) -> bool:
-        """Whether `text` holds an added token (so that it splits into more than one piece)."""
-        return self.search(text) is not None
-
     def cuts_at(self, text: str, position: int) -> bool:
         """Whether `position`, the end of an added token where the split of another text with the
         same text before it had a boundary, is a boundary of the split of `text` too.
