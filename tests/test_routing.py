@@ -227,6 +227,7 @@ class ToyBackend(HFBackend):
     guard_family = "toy"
 
 
+@pytest.mark.slow  # a whole verify of a registered backend; CI registers backends in test_backends.py
 def test_a_backend_is_one_registered_class_and_verify_runs_every_step_on_it(register_for_test, monkeypatch, tmp_path):
     from tokbackend import guard
     from tokbackend.verify import EXIT_OK, verify_model
