@@ -134,3 +134,26 @@ def test_verify_fails_on_a_build_that_a_panic_stopped(fresh_cache, panicking_der
     report = verify_model("qwen3", backend="gigatoken", only={"chat"}, announce=lines.append, progress=False)
     assert report.exit_code == EXIT_UNAVAILABLE, "\n".join(lines)
     assert "panicked" in report.steps[0].detail
+
+
+def test_a_panic_building_a_renewing_backends_spare_is_reported_and_it_serves_on(qwen3, caplog):
+    """The spare is built on a thread nobody joins: a panic there is a WARNING, never a thread
+    that died silently, and the serving instance goes on answering."""
+    import logging
+
+    from tokbackend.backends.renewal import RenewingBackend
+
+    tokenizer_json = qwen3.backend_tokenizer.to_str()
+    builds = []
+
+    def build():
+        builds.append(None)
+        if len(builds) > 1:
+            raise rust_panic("out of memory building the spare (planted)")
+        return GigatokenBackend(tokenizer_json, GigatokenBackend.Options(warm=False))
+
+    backend = RenewingBackend(build, 16)
+    with caplog.at_level(logging.WARNING, logger="tokbackend"):
+        backend._next_spare()
+    assert any("building a spare instance failed" in r.getMessage() and "panicked" in r.getMessage() for r in caplog.records)
+    assert backend.encode("Hello world") == qwen3.encode("Hello world")

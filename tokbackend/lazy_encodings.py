@@ -44,7 +44,8 @@ class _Pending:
 
 
 def _read(result: BatchEncoding) -> Any:
-    stored = result.__dict__.get(_KEY, _KEY)
+    values = result.__dict__
+    stored = values.get(_KEY, _KEY)
     if stored is _KEY:  # never set: HF's `__getattr__` answers, as for a missing plain attribute
         raise AttributeError(_KEY)
     if type(stored) is not _Pending:
@@ -52,7 +53,6 @@ def _read(result: BatchEncoding) -> Any:
     encodings = list(stored.compute())  # never under a lock: it is HF's own encode
     # Two threads reading one result at once may both compute it (equal Encodings either way):
     # the pending value is replaced only while it is still there, and each returns what is stored.
-    values = result.__dict__
     if values.get(_KEY) is stored:
         values[_KEY] = encodings
     return values[_KEY]

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tokbackend.backends.arrays import encode_array, encode_batch_arrays
-from tokbackend.backends.base import EncodeBackend
+from tokbackend.backends.base import EncodeBackend, panics_as_errors
 from tokbackend.backends.exiting import exiting
 from tokbackend.backends.forking import after_fork_in_child
 from tokbackend.backends.threads import OnItsOwnThread
@@ -142,8 +142,9 @@ class RenewingBackend:
         """The spare for the next renewal, on a thread nobody waits for: a failure is logged, and
         the serving instance serves on (its caches grow until a spare exists)."""
         try:
-            self._prepare_spare(after_renewal=True)
-        except Exception as error:  # noqa: BLE001 - reported here: nobody joins this thread
+            with panics_as_errors(self.name, "building a spare instance"):
+                self._prepare_spare(after_renewal=True)
+        except Exception as error:  # noqa: BLE001 - reported here (a Rust panic too): nobody joins this thread
             logging.getLogger("tokbackend").warning("backend %s: building a spare instance failed: %s", self.name, error)
 
     def _prepare_spare(self, after_renewal: bool) -> None:
