@@ -496,8 +496,8 @@ def conversation_turns(agent: int, turns: int, guarded: list[int] = ()) -> list[
 
 
 def _new_text_only(tokenizer_json: str, first_turns: list[str], requests: list[str]) -> Callable:
-    from tokbackend.backends.fastokens import FastokensBackend, FastokensOptions
-    from tokbackend.segments import AddedTokenSplitter, text_of
+    from tokbackend._segments import AddedTokenSplitter, text_of
+    from tokbackend.backends._fastokens import FastokensBackend, FastokensOptions
 
     splitter = AddedTokenSplitter.for_tokenizer_json(tokenizer_json)
     seen: set[str] = set()
@@ -555,10 +555,10 @@ def guarded_code_points(tokenizer_json: str, count: int = 16) -> list[int]:
     of the bridge that serves auto's first seconds, and the larger one): its shipped or cached
     record, as accelerate() finds it."""
     from equivalence.conversations import guarded_sample
-    from tokbackend.cache_dir import cache_dir
-    from tokbackend.guard import guard_versions
-    from tokbackend.guard.records import find_record, record_key
-    from tokbackend.guard.scan import from_ranges
+    from tokbackend._cache_dir import cache_dir
+    from tokbackend._guard import guard_versions
+    from tokbackend._guard.records import find_record, record_key
+    from tokbackend._guard.scan import from_ranges
 
     record, _ = find_record(record_key(tokenizer_json, "gigatoken"), cache_dir(), guard_versions(("gigatoken",)))
     if record is None:

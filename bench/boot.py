@@ -40,10 +40,10 @@ import transformers  # imports are not start-up work of either side
 from transformers import AutoTokenizer
 import tokbackend
 from bench import served
-from tokbackend.backends import preload
+from tokbackend._process import preload
 tokbackend.preload()  # as the server plugins do, while the server does its other start-up work
 preload.wait()  # the backends' libraries: imports are not start-up work of either side
-from tokbackend.guard import records
+from tokbackend._guard import records
 if shipped == "no":
     records.SHIPPED_RECORDS = Path(directory) / "no-shipped-records"
 started = time.perf_counter()
@@ -73,7 +73,7 @@ def model_dirs(work: Path) -> dict[str, Path]:
     for name in MODELS:
         directory = work / name
         if name in ("qwen3.6", "qwen3"):
-            shutil.copytree(tokbackend.loading.resolve_model(name), directory)
+            shutil.copytree(tokbackend._loading.resolve_model(name), directory)
         else:
             build_family(name, "real").save_pretrained(directory)
         dirs[name] = directory

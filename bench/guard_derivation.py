@@ -34,11 +34,11 @@ def _child(family: str, vocabulary: str, backend: str, full: bool) -> dict:
     import time
 
     from equivalence.families import build_family
+    from tokbackend._guard import guard_versions
+    from tokbackend._guard.derive import derive_fast, derive_record
+    from tokbackend._guard.records import record_key
+    from tokbackend._guard.scan import from_ranges
     from tokbackend.backends import BackendUnavailableError, backend_class
-    from tokbackend.guard import guard_versions
-    from tokbackend.guard.derive import derive_fast, derive_record
-    from tokbackend.guard.records import record_key
-    from tokbackend.guard.scan import from_ranges
 
     tokenizer_json = build_family(family, vocabulary).backend_tokenizer.to_str()
     kind = backend_class(backend)
@@ -65,7 +65,7 @@ def _child(family: str, vocabulary: str, backend: str, full: bool) -> dict:
     }
 
 
-# `bound`: what the derivations accelerate() runs take against `tokbackend.guard.DERIVATION_BUDGET`:
+# `bound`: what the derivations accelerate() runs take against `tokbackend._guard.DERIVATION_BUDGET`:
 # the built-in models, a pipeline no record covers, each change of `tokbackend verify` that makes
 # a new pipeline (on Qwen3.6), and pipelines the ids oracle derives (the model's own vocabulary).
 BOUND_CASES = (
@@ -119,12 +119,12 @@ def _bound_child(case: str, backend: str) -> dict:
     CPU seconds, the bound's reading of them, its resident-set growth, and how it ended."""
     import time
 
-    from tokbackend import guard
+    from tokbackend import _guard as guard
+    from tokbackend._guard.bound import resident_bytes
+    from tokbackend._guard.derive import derive_fast
+    from tokbackend._guard.records import record_key
+    from tokbackend._guard.scan import from_ranges
     from tokbackend.backends import BackendUnavailableError, backend_class
-    from tokbackend.guard.bound import resident_bytes
-    from tokbackend.guard.derive import derive_fast
-    from tokbackend.guard.records import record_key
-    from tokbackend.guard.scan import from_ranges
 
     tokenizer_json = _bound_tokenizer_json(case)
     kind = backend_class(backend)
@@ -172,7 +172,7 @@ def _peak_resident() -> int:
 
 def run_bound() -> dict:
     """Every `BOUND_CASES` case with every backend, under the serving bound."""
-    from tokbackend.guard import DERIVATION_BUDGET
+    from tokbackend._guard import DERIVATION_BUDGET
 
     rows = []
     for case in BOUND_CASES:
@@ -207,11 +207,11 @@ def _full_scans(family: str, vocabulary: str) -> dict:
     import time
 
     from equivalence.families import build_family
+    from tokbackend._guard.boundaries import boundary_tokenizer_json
+    from tokbackend._guard.contexts import derive_contexts
+    from tokbackend._guard.derive import _hf_encoder, code_points_to_scan, core_contexts
+    from tokbackend._guard.scan import scan
     from tokbackend.backends import BackendUnavailableError, backend_class
-    from tokbackend.guard.boundaries import boundary_tokenizer_json
-    from tokbackend.guard.contexts import derive_contexts
-    from tokbackend.guard.derive import _hf_encoder, code_points_to_scan, core_contexts
-    from tokbackend.guard.scan import scan
 
     tokenizer_json = build_family(family, vocabulary).backend_tokenizer.to_str()
     contexts = derive_contexts(tokenizer_json)

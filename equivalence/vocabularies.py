@@ -11,8 +11,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from tokbackend.cache_dir import cache_dir
-from tokbackend.models.qwen import BUILTIN_MODELS, QwenModelSpec, model_dir
+from tokbackend._cache_dir import cache_dir
+from tokbackend._models.qwen import BUILTIN_MODELS, QwenModelSpec, model_dir
 
 LLAMA3_SPLIT = (
     r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""

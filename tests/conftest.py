@@ -68,9 +68,9 @@ def fast_tokenizer(model_name, hf_tokenizer, backend_name):
 @pytest.fixture(autouse=True)
 def _fresh_server_process(monkeypatch):
     """Each test starts as a fresh server process: it shares no build with a tokenizer an earlier
-    test accelerated for a server (`tokbackend.integrations.common`), which would hide what the
+    test accelerated for a server (`tokbackend.integrations._common`), which would hide what the
     test plants."""
-    from tokbackend.integrations import common
+    from tokbackend.integrations import _common as common
 
     monkeypatch.setattr(common, "_built", ())
 

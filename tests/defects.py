@@ -14,13 +14,13 @@ import re
 import threading
 from array import array
 
-from tokbackend.backends.gigatoken import GigatokenBackend
-from tokbackend.backends.hf import HFBackend
-from tokbackend.guard import UnicodeGuard
-from tokbackend.routing import Routing
-from tokbackend.segments import AddedTokenSplitter, Segments, text_of
-from tokbackend.shared_settings import SettingsGate, apply, read
-from tokbackend.tokenizer import AcceleratedTokenizerMixin, HFReference
+from tokbackend._guard import UnicodeGuard
+from tokbackend._routing import Routing
+from tokbackend._segments import AddedTokenSplitter, Segments, text_of
+from tokbackend._shared_settings import SettingsGate, apply, read
+from tokbackend._tokenizer import AcceleratedTokenizerMixin, HFReference
+from tokbackend.backends._gigatoken import GigatokenBackend
+from tokbackend.backends._hf import HFBackend
 
 # -- backends ------------------------------------------------------------------------------
 
@@ -211,7 +211,7 @@ class FastButWrong(HFBackend):
 def finish_without_package_data(monkeypatch) -> None:
     """Every guard derivation fails as in a wheel that lacks the package data it reads (the
     Unicode history: FileNotFoundError), the failure the packaging issue met after start-up."""
-    from tokbackend.guard.derive import FastDerivation
+    from tokbackend._guard.derive import FastDerivation
 
     def record(self, *args):
         raise FileNotFoundError("planted: no Unicode history in this install")

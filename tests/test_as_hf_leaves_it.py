@@ -11,7 +11,7 @@ import pytest
 
 import tokbackend
 from equivalence.sharing import length_warnings, settings_left, settings_of, threads_with_truncation
-from tokbackend.tokenizer import reference_of
+from tokbackend._tokenizer import reference_of
 
 # fastokens' guard hands `ſ` (U+017F) to HuggingFace: the internal call the fuzzer caught
 GUARDED = "a \u017f b"

@@ -13,9 +13,9 @@ import pytest
 from conftest import LONG, MIXED_TEXTS
 
 from equivalence.corpus import prompt_text
-from tokbackend.backends.fastokens import FastokensBackend
-from tokbackend.backends.gigatoken import GigatokenBackend
-from tokbackend.backends.renewal import RenewingBackend
+from tokbackend.backends._fastokens import FastokensBackend
+from tokbackend.backends._gigatoken import GigatokenBackend
+from tokbackend.backends._renewal import RenewingBackend
 
 HELPERS = Path(__file__).parent / "helpers"
 
@@ -93,7 +93,7 @@ def test_rust_panics_become_ordinary_exceptions(fast_tokenizer):
     wrapper comes out as BackendPanicError, an Exception, not pyo3's BaseException."""
     import gigatoken
 
-    from tokbackend.backends.base import BackendPanicError
+    from tokbackend.backends._base import BackendPanicError
 
     tokenizer_json = fast_tokenizer.backend_tokenizer.to_str()
     rust = gigatoken.Tokenizer.from_json(tokenizer_json).backend

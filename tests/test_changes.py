@@ -14,8 +14,8 @@ from defects import serve_with_fingerprint
 
 import tokbackend
 from equivalence.changes import CHANGES, texts_for
-from tokbackend import guard as guard_module
-from tokbackend.tokenizer import reference_of
+from tokbackend import _guard as guard_module
+from tokbackend._tokenizer import reference_of
 
 
 @pytest.fixture
@@ -118,7 +118,7 @@ def _references_left(strong_watch: bool, monkeypatch) -> int:
     import sys
     import types
 
-    from tokbackend import watch
+    from tokbackend import _watch as watch
 
     if strong_watch:  # the planted defect: wrappers that hold the Rust object, never removed
 
@@ -152,7 +152,7 @@ def test_the_settings_gate_keeps_no_tokenizer_alive_and_needs_no_weak_reference(
     tokenizer; its entry goes once no accelerated object holds it."""
     import gc
 
-    from tokbackend import shared_settings
+    from tokbackend import _shared_settings as shared_settings
 
     class Owner:  # an accelerated tokenizer: it holds its Rust tokenizer
         def __init__(self, rust):

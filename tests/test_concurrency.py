@@ -17,7 +17,7 @@ from conftest import MIXED_TEXTS, held_by_another_thread
 
 import tokbackend
 from equivalence.corpus import prompt_text
-from tokbackend.tokenizer import AcceleratedTokenizerMixin, reference_of
+from tokbackend._tokenizer import AcceleratedTokenizerMixin, reference_of
 
 # -- threads ----------------------------------------------------------------------------------
 
@@ -89,7 +89,7 @@ def test_array_and_list_calls_from_eight_threads_are_exact(hf_tokenizer, fast_to
 def test_the_thread_check_fails_on_an_array_path_that_cannot_be_entered_twice(hf_tokenizer, monkeypatch):
     """The planted defect: gigatoken's array form through the library's single-document call,
     which borrows the tokenizer mutably; the check above must see its failures."""
-    from tokbackend.backends.gigatoken import GigatokenBackend
+    from tokbackend.backends._gigatoken import GigatokenBackend
 
     monkeypatch.setattr(GigatokenBackend, "encode_array", lambda self, text: array("q", self._rust.encode(text)))
     fast = tokbackend.accelerate(hf_tokenizer, "gigatoken")
@@ -106,7 +106,7 @@ def test_ids_stay_exact_across_cache_renewals_under_eight_threads(hf_tokenizer):
     to the OS first (else the caches can fill pages already resident, and nothing grows)."""
     import random
 
-    from tokbackend.backends.renewal import release_freed_memory
+    from tokbackend.backends._renewal import release_freed_memory
 
     fast = tokbackend.accelerate(hf_tokenizer, "gigatoken", cache_budget_mib=4, segment_cache_mib=None)
     texts = [prompt_text(seed, 6000, "prose") for seed in range(100, 120)]
@@ -222,7 +222,7 @@ def test_a_child_forked_while_another_thread_is_inside_hfs_call_can_call_hf(fres
 
 
 def _own_resident_bytes(queue) -> None:
-    from tokbackend.backends.renewal import resident_bytes
+    from tokbackend.backends._renewal import resident_bytes
 
     held = b"\x01" * (256 << 20)  # written, so resident: the child is 256 MiB larger than its parent
     with open("/proc/self/statm") as statm:  # opened here, so the child's own
@@ -235,7 +235,7 @@ def test_a_forked_child_measures_its_own_memory_for_the_renewal_budget():
     """The renewal budget reads resident memory through a kept /proc/self/statm descriptor, which
     names the process that opened it: a forked child must not go on reading its parent's (a
     memory bound that never sees the child's growth). The fork hook drops the parent's."""
-    from tokbackend.backends.renewal import resident_bytes
+    from tokbackend.backends._renewal import resident_bytes
 
     assert resident_bytes() is not None  # the descriptor is open in the parent at the fork
     context = multiprocessing.get_context("fork")
@@ -258,7 +258,7 @@ def test_a_call_that_started_before_a_rebuild_finishes_on_the_build_it_started_w
     construction). The call must finish on its own build's splitter, cache and routing. (The
     shape before builds were immutable reset the splitter to None at the start of a rebuild; a
     call there failed with AttributeError, counted as backend_error with a WARNING.)"""
-    from tokbackend.segments import SegmentCache, splitter
+    from tokbackend._segments import SegmentCache, splitter
 
     hf, _ = fresh_pair
     fast = tokbackend.accelerate(hf, "gigatoken", segment_cache_steps_aside=False)
@@ -356,7 +356,7 @@ def test_preload_imports_the_backends_libraries_in_the_background_unless_turned_
     check = (
         "import sys, time; import tokbackend; tokbackend.preload(); from tokbackend.backends import preload; "
         "assert preload.wait(60); "
-        "print(all(name in sys.modules for name in ('awkward', 'tokbackend.guard.derive', 'tokbackend.routing.auto')))"
+        "print(all(name in sys.modules for name in ('awkward', 'tokbackend._guard.derive', 'tokbackend._routing.auto')))"
     )
     environment = {**os.environ, "TOKBACKEND_PRELOAD": setting}
     done = subprocess.run([sys.executable, "-c", check], env=environment, timeout=120, capture_output=True, text=True)

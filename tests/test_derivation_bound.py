@@ -1,4 +1,4 @@
-"""The bound on a guard derivation where it serves (`tokbackend.guard.bound`): a backend wrong on
+"""The bound on a guard derivation where it serves (`tokbackend._guard.bound`): a backend wrong on
 ASCII is refused before anything past ASCII is scanned, a derivation past its time or its memory
 is cut off and writes no record (the backend is then not exact here, and HuggingFace serves), the
 offline derivation is not bounded, and a record is found only for what its content depends on.
@@ -16,12 +16,12 @@ from defects import DropsOnAsciiLetters, allocates_when_scanning, allocates_whil
 import tokbackend
 from equivalence.changes import CHANGES
 from equivalence.families import build_family
-from tokbackend import cli
-from tokbackend import guard as guard_module
+from tokbackend import _cli as cli
+from tokbackend import _guard as guard_module
+from tokbackend._guard import bound, derive, records
+from tokbackend._guard.bound import DerivationBudget, DerivationOverBudget
+from tokbackend._guard.records import find_record, model_fingerprint, pipeline_fingerprint, record_key, write_record
 from tokbackend.backends import backend_class
-from tokbackend.guard import bound, derive, records
-from tokbackend.guard.bound import DerivationBudget, DerivationOverBudget
-from tokbackend.guard.records import find_record, model_fingerprint, pipeline_fingerprint, record_key, write_record
 
 STABLE = list(range(0x4E00, 0x4E40)) + list(range(0x0400, 0x0440))  # old CJK and Cyrillic letters
 FAKE_VERSIONS = {"tokenizers": "9.9.9", "gigatoken": "9.9.9"}

@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 import tokbackend
-from tokbackend import verify
+from tokbackend import _verify as verify
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -180,7 +180,7 @@ def test_the_mappings_name_what_exists():
 
 def test_tokbackend_commands_run_elsewhere_parse():
     """The heavy tokbackend commands (a full verify, the live gate) parse with today's CLI."""
-    from tokbackend.cli import build_parser
+    from tokbackend._cli import build_parser
 
     for command in ELSEWHERE:
         if command.startswith("tokbackend "):
@@ -210,7 +210,7 @@ def test_the_commands_run_here_run_as_written(command, tmp_path):
 
 
 def test_resetting_autos_choices_removes_the_file_auto_reads(tmp_path, monkeypatch):
-    from tokbackend.routing import choices
+    from tokbackend._routing import choices
 
     monkeypatch.delenv("TOKBACKEND_CACHE_DIR", raising=False)
     monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
@@ -266,7 +266,7 @@ def test_the_exit_code_table_is_verifys():
 
 def test_the_synopsis_is_verifys_usage(monkeypatch):
     """docs/verify.md's synopsis is what `tokbackend verify --help` prints first (100 columns)."""
-    from tokbackend.cli import build_parser, subcommand_parser
+    from tokbackend._cli import build_parser, subcommand_parser
 
     monkeypatch.setenv("COLUMNS", "100")
     usage = subcommand_parser(build_parser(), "verify").format_usage()
@@ -302,7 +302,7 @@ def test_the_version_is_written_once():
     pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
     project = pyproject.split("[project]", 1)[1].split("\n[", 1)[0]
     assert 'dynamic = ["version"]' in project and not re.search(r"^version\s*=", project, re.MULTILINE)
-    assert 'version = {attr = "tokbackend.version.VERSION"}' in pyproject
+    assert 'version = {attr = "tokbackend._version.VERSION"}' in pyproject
 
 
 def test_every_extra_the_docs_name_exists():
@@ -388,7 +388,7 @@ def test_a_reference_to_a_section_that_is_gone_is_named(tmp_path):
 
 def test_the_lifecycle_table_is_the_codes():
     """docs/start-up.md holds `PHASES` as `lifecycle_table()` makes it, word for word."""
-    from tokbackend.build import PHASES, Phase, lifecycle_table
+    from tokbackend._build import PHASES, Phase, lifecycle_table
 
     assert set(PHASES) == set(Phase)
     assert lifecycle_table() in (ROOT / "docs" / "start-up.md").read_text()

@@ -12,12 +12,12 @@ from importlib.metadata import requires
 import pytest
 
 import tokbackend
-from tokbackend import cli
-from tokbackend.verify import EXIT_MISSING_TOOLS, EXIT_NOT_FOUND, EXIT_OK, EXIT_PARTIAL, StepResult, VerifyReport, verdict
+from tokbackend import _cli as cli
+from tokbackend._verify import EXIT_MISSING_TOOLS, EXIT_NOT_FOUND, EXIT_OK, EXIT_PARTIAL, StepResult, VerifyReport, verdict
 
 
 def _run_cli(*arguments: str, code: str | None = None, cwd=None) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-c", code, *arguments] if code else [sys.executable, "-m", "tokbackend.cli", *arguments]
+    command = [sys.executable, "-c", code, *arguments] if code else [sys.executable, "-m", "tokbackend._cli", *arguments]
     return subprocess.run(command, capture_output=True, text=True, timeout=600, check=False, cwd=cwd)
 
 
@@ -32,7 +32,7 @@ def test_a_plain_install_brings_no_torch_cuda_or_test_tools():
 
 
 def test_verify_names_the_extra_when_its_tools_are_missing():
-    code = "import sys; sys.modules['hypothesis'] = None; from tokbackend.cli import main; sys.exit(main(sys.argv[1:]))"
+    code = "import sys; sys.modules['hypothesis'] = None; from tokbackend._cli import main; sys.exit(main(sys.argv[1:]))"
     completed = _run_cli("verify", "qwen3", "--quick", code=code)
     assert completed.returncode == EXIT_MISSING_TOOLS
     assert "pip install 'tokbackend[verify]'" in completed.stderr and "hypothesis" in completed.stderr
@@ -59,14 +59,14 @@ def test_help_says_what_quick_leaves_out(capsys):
     quick = help_text[help_text.index("--quick ") :]
     for left_out in ("code-point scan", "changes after acceleration", "grammar gate"):
         assert left_out in quick[:300], quick[:300]
-    from tokbackend.verify import EXIT_CODES
+    from tokbackend._verify import EXIT_CODES
 
     for code, meaning in EXIT_CODES.items():  # the one table, as docs/verify.md holds it
         assert f"{code} {' '.join(meaning.replace('`', '').split())}" in help_text
 
 
 def test_long_details_are_cut_with_an_ellipsis():
-    from tokbackend.verify import StepResult, VerifyReport, summary_table
+    from tokbackend._verify import StepResult, VerifyReport, summary_table
 
     table = summary_table(VerifyReport("m", "b", [StepResult("load", "ok", "x" * 300, 1.0)]))
     assert "x" * 109 + "…" in table and "x" * 111 not in table
@@ -107,7 +107,7 @@ def test_load_does_not_wait_on_a_network_it_cannot_reach(monkeypatch):
 @pytest.mark.parametrize("flag", ["--help", "--version"])
 def test_help_and_version_import_no_transformers(flag):
     code = (
-        "import sys\nimport tokbackend.cli\ntry:\n    tokbackend.cli.main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+        "import sys\nimport tokbackend._cli\ntry:\n    tokbackend._cli.main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
         "from tokbackend.backends import preload\npreload.wait()\nprint('transformers' in sys.modules)"
     )
     completed = _run_cli(flag, code=code)
@@ -129,7 +129,7 @@ def test_importing_tokbackend_without_torch_prints_no_pytorch_advisory():
 def test_guard_progress_into_a_file_is_plain_lines(tmp_path):
     log = tmp_path / "guard.log"
     with log.open("wb") as handle:  # bytes: text mode would turn a carriage return into a newline
-        command = [sys.executable, "-m", "tokbackend.cli", "guard", "qwen3", "--backend", "fastokens", "--output", str(tmp_path)]
+        command = [sys.executable, "-m", "tokbackend._cli", "guard", "qwen3", "--backend", "fastokens", "--output", str(tmp_path)]
         completed = subprocess.run(command, stdout=subprocess.PIPE, stderr=handle, timeout=600, check=False)
     written = log.read_bytes()
     assert completed.returncode == 0, written[-2000:]

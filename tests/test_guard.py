@@ -19,15 +19,15 @@ from equivalence.corpus import prompt_text
 from equivalence.differential import find_mismatch
 from equivalence.strategies import EXAMPLES, input_classes
 from equivalence.vocabularies import vocabulary_dir
-from tokbackend import guard as guard_module
+from tokbackend import _guard as guard_module
+from tokbackend._guard import UnicodeGuard, model_fingerprint
+from tokbackend._guard.contexts import ScanContext, derive_contexts
+from tokbackend._guard.derive import core_contexts, run_oracles
+from tokbackend._guard.records import BAKED_RECORDS_ENV, find_record, pipeline_fingerprint, record_key, write_record
+from tokbackend._guard.scan import all_code_points, from_ranges, plane_code_points, scan
+from tokbackend._state import FastPathError
 from tokbackend.backends import backend_class
-from tokbackend.backends.hf import HFBackend
-from tokbackend.guard import UnicodeGuard, model_fingerprint
-from tokbackend.guard.contexts import ScanContext, derive_contexts
-from tokbackend.guard.derive import core_contexts, run_oracles
-from tokbackend.guard.records import BAKED_RECORDS_ENV, find_record, pipeline_fingerprint, record_key, write_record
-from tokbackend.guard.scan import all_code_points, from_ranges, plane_code_points, scan
-from tokbackend.state import FastPathError
+from tokbackend.backends._hf import HFBackend
 
 HELPERS = Path(__file__).parent / "helpers"
 
@@ -249,7 +249,7 @@ def test_the_same_vocabulary_built_another_way_finds_the_shipped_record(monkeypa
     """Qwen3 as its published tokenizer.json lays it out (other ByteLevel flags, other key
     order) is the built-in one's pipeline: no derivation."""
     from equivalence.families import build_family
-    from tokbackend.guard import derive
+    from tokbackend._guard import derive
 
     monkeypatch.setattr(derive, "FastDerivation", lambda *args, **kwargs: pytest.fail("derived although a record ships"))
     monkeypatch.setenv("TOKBACKEND_CACHE_DIR", str(tmp_path))
@@ -259,7 +259,7 @@ def test_the_same_vocabulary_built_another_way_finds_the_shipped_record(monkeypa
 
 
 def test_accelerate_runs_no_scan_with_a_shipped_record(hf_tokenizer, monkeypatch):
-    from tokbackend.guard import derive
+    from tokbackend._guard import derive
 
     monkeypatch.setattr(derive, "FastDerivation", lambda *args, **kwargs: pytest.fail("derived although a record ships"))
     fast = tokbackend.accelerate(hf_tokenizer, "gigatoken")
@@ -269,7 +269,7 @@ def test_accelerate_runs_no_scan_with_a_shipped_record(hf_tokenizer, monkeypatch
 
 def test_a_baked_record_is_used_without_a_scan(fresh_pair, monkeypatch, tmp_path):
     hf, reference = fresh_pair
-    from tokbackend.guard import derive
+    from tokbackend._guard import derive
 
     shipped = reference.tokbackend.guard.record
     baked = {**shipped, "applies_to": [FAKE_VERSIONS]}
@@ -300,7 +300,7 @@ def test_a_record_is_never_applied_to_a_pipeline_it_does_not_match(monkeypatch):
     """A planted defect: a key that ignores the normalizer. Then a tokenizer with Qwen's NFC
     and Llama 3's split regex gets Llama 3's record, which lacks the code points NFC composes
     differently, and the harness's pinned combining-marks input shows wrong ids."""
-    from tokbackend.guard import records
+    from tokbackend._guard import records
 
     hf = _vocabulary_tokenizer("llama3-split")  # Qwen3's ranks, NFC, Llama 3's split regex
     text = EXAMPLES["combining_marks"][0]
@@ -325,7 +325,7 @@ FULL_SCANS = Path(__file__).parent / "guards" / "full-scan"
 
 
 def _fast(tokenizer_json: str, backend: str, **kwargs) -> dict:
-    from tokbackend.guard import derive, guard_versions
+    from tokbackend._guard import derive, guard_versions
 
     kind = backend_class(backend)
     build = lambda text: kind(text, kind.options_for_scanning())  # noqa: E731
@@ -361,7 +361,7 @@ def test_a_fast_derivation_that_misses_a_class_is_caught(defect, backend, monkey
     """Planted defects in the candidates: without the case relatives of the pattern's letters
     (fastokens' U+017F), without the runs of changed code points (gigatoken's letters), or with
     representatives that speak for nothing but themselves: the comparison above fails."""
-    from tokbackend.guard import candidates, derive
+    from tokbackend._guard import candidates, derive
 
     if defect == "no case relatives":
         real = candidates.rule_sensitive
@@ -383,8 +383,8 @@ def test_the_fast_derivation_equals_the_full_scan_on_every_pipeline(family):
     """The fast derivation against today's full two-oracle scan, with the real vocabulary and a
     small one: the same code points (the vocabulary decides nothing)."""
     from equivalence.families import build_family
-    from tokbackend.guard import guard_versions
-    from tokbackend.guard.derive import derive_record
+    from tokbackend._guard import guard_versions
+    from tokbackend._guard.derive import derive_record
 
     for backend in sorted(LOADS):
         if family not in LOADS[backend]:
@@ -555,7 +555,7 @@ def test_recent_code_points_class_catches_a_guard_missing_the_letter_class(hf_to
 
 
 def _full_scan(hf_tokenizer, fast_tokenizer):
-    from tokbackend.guard.derive import FULL_PLANES
+    from tokbackend._guard.derive import FULL_PLANES
 
     return scan(
         _hf_batch(hf_tokenizer),

@@ -14,17 +14,30 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent.parent / "tokbackend"
 
 LAYERS = [
-    # plain primitives: versions, paths, reading tokenizer.json, the backends below the cut
-    ["version", "cache_dir", "package_data", "hf_import", "tokenizer_json", "models", "backends", "policy", "stats", "wording"],
+    # plain primitives: versions, paths, reading tokenizer.json, process utilities (fork safety,
+    # threads, exit, memory), the backends below the cut
+    [
+        "_version",
+        "_cache_dir",
+        "_package_data",
+        "_hf_import",
+        "_tokenizer_json",
+        "_process",
+        "_models",
+        "backends",
+        "_policy",
+        "_stats",
+        "_wording",
+    ],
     # what the backends are served with: the Unicode guard, the segment cache
-    ["guard", "segments"],
+    ["_guard", "_segments"],
     # what accelerate() was asked for; which backend answers what (the only place that knows
-    # "auto": `routing.names` is below the options, the rest reads them), the probe admitting it
-    ["options", "reference", "probe", "routing"],
+    # "auto": `_routing.names` is below the options, the rest reads them), the probe admitting it
+    ["_options", "_reference", "_probe", "_routing"],
     # one build of the fast path and the state that serves with it
-    ["build", "state"],
+    ["_build", "_state"],
     # the HuggingFace-facing class, and what is built on it
-    ["watch", "shared_settings", "lazy_encodings", "tokenizer", "loading", "integrations", "verify", "cli", "__init__"],
+    ["_watch", "_shared_settings", "_lazy_encodings", "_tokenizer", "_loading", "integrations", "_verify", "_cli", "__init__"],
 ]
 
 
@@ -74,8 +87,8 @@ def test_every_module_imports_only_from_its_layer_and_below():
 
 
 def test_nothing_below_the_hf_facing_class_imports_it():
-    below = [module for module, imports in _graph().items() if "tokbackend.tokenizer" in imports]
-    assert all(_layer_of(module) >= _layer_of("tokbackend.tokenizer") for module in below), below
+    below = [module for module, imports in _graph().items() if "tokbackend._tokenizer" in imports]
+    assert all(_layer_of(module) >= _layer_of("tokbackend._tokenizer") for module in below), below
 
 
 def _circle(graph: dict[str, set[str]], root: str) -> str | None:
@@ -126,7 +139,7 @@ def test_only_routing_knows_auto_and_only_backends_name_a_backend():
     offenders = []
     for path in PACKAGE.rglob("*.py"):
         module = _module_name(path)
-        if module.startswith(("tokbackend.backends", "tokbackend.routing")):
+        if module.startswith(("tokbackend.backends", "tokbackend._routing")):
             continue
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Constant) and node.value == "auto":
@@ -140,7 +153,7 @@ def test_only_routing_knows_auto_and_only_backends_name_a_backend():
 
 # The modules that may import the exactness harness (`equivalence/`): the gates, inside the
 # functions that run them (docs/architecture.md).
-GATES = {"tokbackend.verify", "tokbackend.cli", "tokbackend.integrations.sglang_gate"}
+GATES = {"tokbackend._verify", "tokbackend._cli", "tokbackend.integrations._sglang_gate"}
 
 
 def _imports_equivalence(path: Path) -> list[tuple[str, bool]]:
@@ -178,12 +191,12 @@ def test_a_runtime_import_of_the_harness_is_found(tmp_path):
 # -- mechanisms: where threads and locks are made ---------------------------------------------
 
 # Each a place for bugs to hide: a new one is a decision, made here (docs/architecture.md).
-THREAD_SITES = {"backends/threads.py": 1, "guard/scan.py": 1}
+THREAD_SITES = {"_process/threads.py": 1, "_guard/scan.py": 1}
 LOCK_SITES = {
-    "state.py": 1,
-    "segments/cache.py": 1,
-    "stats.py": 1,
-    "shared_settings.py": 2,
+    "_state.py": 1,
+    "_segments/cache.py": 1,
+    "_stats.py": 1,
+    "_shared_settings.py": 2,
     "backends/__init__.py": 1,
 }
 _THREAD_MAKERS = {"Thread", "ThreadPoolExecutor", "ProcessPoolExecutor", "Timer"}
@@ -192,11 +205,11 @@ _LOCK_MAKERS = {"Lock", "RLock", "Condition", "Semaphore", "BoundedSemaphore", "
 
 def _sites(package: Path, makers: set[str]) -> dict[str, int]:
     """{module path: calls that make one of `makers`}, read from the source (the factory that
-    `fork_safe_lock` is, in backends/forking.py, is not a site: its callers are)."""
+    `fork_safe_lock` is, in _process/forking.py, is not a site: its callers are)."""
     found: dict[str, int] = {}
     for path in sorted(package.rglob("*.py")):
         relative = path.relative_to(package).as_posix()
-        if relative == "backends/forking.py" and "fork_safe_lock" in makers:
+        if relative == "_process/forking.py" and "fork_safe_lock" in makers:
             continue
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Call):
@@ -210,7 +223,7 @@ def test_threads_and_locks_are_made_only_where_the_table_says():
     assert _sites(PACKAGE, _THREAD_MAKERS) == THREAD_SITES
     # a Condition made around a Lock counts once
     locks = _sites(PACKAGE, _LOCK_MAKERS)
-    locks["shared_settings.py"] -= 1  # threading.Condition(threading.Lock()): one lock
+    locks["_shared_settings.py"] -= 1  # threading.Condition(threading.Lock()): one lock
     assert locks == LOCK_SITES
     assert sum(THREAD_SITES.values()) <= 3 and sum(LOCK_SITES.values()) <= 6
 
@@ -223,3 +236,52 @@ def test_a_new_thread_site_is_seen(tmp_path):
     shutil.copytree(PACKAGE, copy)
     (copy / "planted.py").write_text("import threading\nthreading.Thread(target=print).start()\n")
     assert _sites(copy, _THREAD_MAKERS) == {**THREAD_SITES, "planted.py": 1}
+
+
+# -- the public surface: what a user may import, everything else `_`-private ---------------------
+
+# The modules a user, a server or a third-party backend imports by name: the package, the backend
+# registry, the server plugins (their entry points, and the app path SGLang's workers start).
+PUBLIC = {
+    "tokbackend",
+    "tokbackend.backends",
+    "tokbackend.integrations",
+    "tokbackend.integrations.sglang",
+    "tokbackend.integrations.sglang_app",
+    "tokbackend.integrations.vllm",
+}
+
+
+def _unprefixed(package: Path = PACKAGE) -> set[str]:
+    """The modules of `package` whose own name and every package above it lack a leading `_`."""
+    names = {_module_name(path, package) for path in package.rglob("*.py")}
+    return {name for name in names if not any(part.startswith("_") for part in name.split(".")[1:])}
+
+
+def test_every_module_outside_the_public_surface_is_private():
+    assert _unprefixed() == PUBLIC
+
+
+def test_a_new_unprefixed_module_is_seen(tmp_path):
+    """Planted: a module added to the public surface without a decision."""
+    import shutil
+
+    copy = tmp_path / "tokbackend"
+    shutil.copytree(PACKAGE, copy)
+    (copy / "backends" / "helpers.py").write_text("")
+    assert _unprefixed(copy) == PUBLIC | {"tokbackend.backends.helpers"}
+
+
+def test_each_public_module_names_its_surface_in_all_and_every_name_exists():
+    import importlib
+
+    for module in sorted(PUBLIC - {"tokbackend.integrations.sglang_app"}):  # imports SGLang's app
+        if module in {"tokbackend.integrations.sglang", "tokbackend.integrations.vllm"}:
+            source = (PACKAGE.parent / (module.replace(".", "/") + ".py")).read_text()
+            assert "__all__ = [" in source, module
+            continue
+        imported = importlib.import_module(module)
+        names = getattr(imported, "__all__", None)
+        assert names is not None, f"{module} has no __all__"
+        missing = [name for name in names if not hasattr(imported, name)]
+        assert not missing, f"{module}.__all__ names what it lacks: {missing}"

@@ -1,7 +1,7 @@
 """Every lock tokbackend takes is one a forked child finds released.
 
 A lock another thread holds at `os.fork()` stays held in the child forever (that thread does not
-exist there). `tokbackend.backends.forking.fork_safe_lock` is the one way to make a lock; the only
+exist there). `tokbackend._process.forking.fork_safe_lock` is the one way to make a lock; the only
 other is a lock made again in the child, by a function the module's own after-fork hook calls
 (`SettingsGate._open`; hooks are registered with `forking.after_fork_in_child`, the package's one
 `os.register_at_fork`). Read from the source, so a plain lock added anywhere fails here.
@@ -15,7 +15,7 @@ import textwrap
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "tokbackend"
-FACTORY = PACKAGE / "backends" / "forking.py"
+FACTORY = PACKAGE / "_process" / "forking.py"
 LOCKS = {"Lock", "RLock", "Condition", "Semaphore", "BoundedSemaphore"}
 
 
@@ -68,7 +68,7 @@ def test_every_lock_in_the_package_is_fork_safe():
         if path != FACTORY
         for place in plain_locks(path.read_text(), str(path.relative_to(PACKAGE.parent)))
     ]
-    assert found == [], "make these with tokbackend.backends.forking.fork_safe_lock"
+    assert found == [], "make these with tokbackend._process.forking.fork_safe_lock"
 
 
 def test_a_plain_lock_is_found_and_one_remade_after_a_fork_is_not():
@@ -76,7 +76,7 @@ def test_a_plain_lock_is_found_and_one_remade_after_a_fork_is_not():
         """
         import threading
         from threading import RLock
-        from tokbackend.backends.forking import after_fork_in_child
+        from tokbackend._process.forking import after_fork_in_child
 
         class Cache:
             def __init__(self):

@@ -3,7 +3,7 @@
 Users get the wheel, not the tree. A data file the code reads but the wheel's package data does
 not name works in the tree and fails on every install (it happened: `guard/unicode_history.json`,
 read by every guard derivation). The files are found by reading the code: every data file the
-runtime reads goes through `tokbackend.package_data.package_path(package, name)` (no module
+runtime reads goes through `tokbackend._package_data.package_path(package, name)` (no module
 locates a file by its `__file__`), so the calls name them all.
 
 The wheel is `$TOKBACKEND_WHEEL` (CI builds it once and tests it installed), else one built here
@@ -23,7 +23,7 @@ import pytest
 
 import equivalence
 import tokbackend
-from tokbackend.package_data import MissingPackageDataError, package_path
+from tokbackend._package_data import MissingPackageDataError, package_path
 
 SOURCE_TREE = Path(__file__).resolve().parents[1]
 # the packages the wheel ships, as installed where the tests import them from
@@ -48,10 +48,10 @@ def _modules() -> list[Path]:
 
 def data_files_read() -> list[tuple[Path, str, str]]:
     """(module, package, name) of every `package_path(...)` / `read_text(...)` call of
-    `tokbackend.package_data` in the installed modules, whose arguments must be literals."""
+    `tokbackend._package_data` in the installed modules, whose arguments must be literals."""
     found = []
     for path in _modules():
-        if path == INSTALLED["tokbackend"] / "package_data.py":
+        if path == INSTALLED["tokbackend"] / "_package_data.py":
             continue  # the helpers themselves
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
@@ -85,26 +85,26 @@ def test_the_code_reads_its_data_files_only_through_package_data():
             name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
             if name == "__file__":
                 offenders.append(f"{path.relative_to(path.parents[1])}:{node.lineno}")
-    assert not offenders, f"locate data with tokbackend.package_data.package_path, not __file__: {offenders}"
+    assert not offenders, f"locate data with tokbackend._package_data.package_path, not __file__: {offenders}"
 
 
 def test_the_wheel_holds_every_data_file_the_code_reads(wheel_names):
     reads = data_files_read()
     assert {(package, name) for _, package, name in reads} >= {
-        ("tokbackend.guard", "unicode_history.json"),
-        ("tokbackend.guard", "shipped"),
+        ("tokbackend._guard", "unicode_history.json"),
+        ("tokbackend._guard", "shipped"),
     }, "the reader of the Unicode history or of the shipped records moved: this test no longer sees it"
     assert missing_from_wheel(reads, wheel_names) == []
-    shipped = [name for name in wheel_names if name.startswith("tokbackend/guard/shipped/") and name.endswith(".json")]
-    assert len(shipped) == len(list((SOURCE_TREE / "tokbackend" / "guard" / "shipped").glob("*.json")))
+    shipped = [name for name in wheel_names if name.startswith("tokbackend/_guard/shipped/") and name.endswith(".json")]
+    assert len(shipped) == len(list((SOURCE_TREE / "tokbackend" / "_guard" / "shipped").glob("*.json")))
 
 
 def test_the_check_fails_on_a_wheel_that_dropped_a_data_file(wheel_names):
     # planted defect: the wheel of the 2026-12-02 bug, built without guard/unicode_history.json
     dropped = {name for name in wheel_names if not name.endswith("unicode_history.json")}
-    assert missing_from_wheel(data_files_read(), dropped) == ["tokbackend/guard/unicode_history.json (read by history.py)"]
+    assert missing_from_wheel(data_files_read(), dropped) == ["tokbackend/_guard/unicode_history.json (read by history.py)"]
     no_records = {name for name in wheel_names if "/shipped/" not in name}
-    assert missing_from_wheel(data_files_read(), no_records) == ["tokbackend/guard/shipped (read by records.py)"]
+    assert missing_from_wheel(data_files_read(), no_records) == ["tokbackend/_guard/shipped (read by records.py)"]
 
 
 def test_every_file_of_the_source_packages_is_in_the_wheel(wheel_names):
@@ -123,11 +123,11 @@ def test_other_packages_files_the_code_reads_are_installed():
 
 
 def test_a_missing_data_file_is_named_with_the_fix(tmp_path, monkeypatch):
-    from tokbackend import package_data
+    from tokbackend import _package_data as package_data
 
     monkeypatch.setattr(package_data, "package_path", lambda package, name: tmp_path / name)
     with pytest.raises(MissingPackageDataError, match=r"unicode_history\.json is missing .*reinstall tokbackend"):
-        package_data.read_text("tokbackend.guard", "unicode_history.json")
+        package_data.read_text("tokbackend._guard", "unicode_history.json")
 
 
 def _build_outputs() -> set[str]:

@@ -12,12 +12,12 @@ import pytest
 from defects import rust_panic
 
 import tokbackend
-from tokbackend.backends.base import BackendUnavailableError
-from tokbackend.backends.fastokens import FastokensBackend
-from tokbackend.backends.gigatoken import GigatokenBackend
-from tokbackend.guard import records
-from tokbackend.guard.derive import FastDerivation
-from tokbackend.verify import EXIT_UNAVAILABLE, verify_model
+from tokbackend._guard import records
+from tokbackend._guard.derive import FastDerivation
+from tokbackend._verify import EXIT_UNAVAILABLE, verify_model
+from tokbackend.backends._base import BackendUnavailableError
+from tokbackend.backends._fastokens import FastokensBackend
+from tokbackend.backends._gigatoken import GigatokenBackend
 
 TEXT = "Hello world, how are you? 毕老师 naïve café 12345"
 
@@ -141,7 +141,7 @@ def test_a_panic_building_a_renewing_backends_spare_is_reported_and_it_serves_on
     that died silently, and the serving instance goes on answering."""
     import logging
 
-    from tokbackend.backends.renewal import RenewingBackend
+    from tokbackend.backends._renewal import RenewingBackend
 
     tokenizer_json = qwen3.backend_tokenizer.to_str()
     builds = []

@@ -18,8 +18,8 @@ from tokenizers import processors
 import tokbackend
 from equivalence.corpus import prompt_text
 from equivalence.differential import find_mismatch
-from tokbackend.policy import FallbackReason, fast_path_reason
-from tokbackend.tokenizer import AcceleratedTokenizerMixin
+from tokbackend._policy import FallbackReason, fast_path_reason
+from tokbackend._tokenizer import AcceleratedTokenizerMixin
 
 TEXTS = [
     "Hello! 毕老师！1 + 1 = 2",
@@ -433,7 +433,7 @@ def test_a_fast_result_offers_what_hfs_does(hf_tokenizer, fast_tokenizer, call):
 
 
 def test_its_encodings_are_computed_only_when_asked_for(fresh_pair):
-    from tokbackend.lazy_encodings import encodings_computed
+    from tokbackend._lazy_encodings import encodings_computed
 
     hf, fast = fresh_pair
     result = fast("hello <|im_end|> there")
@@ -472,7 +472,7 @@ def test_hfs_own_results_read_as_before(hf_tokenizer):
 
     from transformers.tokenization_utils_base import BatchEncoding
 
-    import tokbackend.lazy_encodings  # noqa: F401 - installs it
+    import tokbackend._lazy_encodings  # noqa: F401 - installs it
 
     plain = BatchEncoding({"input_ids": [1, 2]})
     assert plain.encodings is None and not plain.is_fast and plain._encodings is None
@@ -560,9 +560,9 @@ def test_the_hot_path_stays_thin(fast_tokenizer):
 
 def test_the_frame_count_sees_a_heavier_path(fast_tokenizer, monkeypatch):
     """Planted: a policy that walks each text in Python (what a batch's per-row work looked like)."""
-    import tokbackend.policy
+    import tokbackend._policy
 
-    original = tokbackend.policy.fast_path_reason
+    original = tokbackend._policy.fast_path_reason
 
     def per_row(text, *args):
         if type(text) is list:
@@ -571,6 +571,6 @@ def test_the_frame_count_sees_a_heavier_path(fast_tokenizer, monkeypatch):
                     (lambda: item)()
         return original(text, *args)
 
-    monkeypatch.setattr(tokbackend.tokenizer, "fast_path_reason", per_row)
+    monkeypatch.setattr(tokbackend._tokenizer, "fast_path_reason", per_row)
     counts = frames_per_call(fast_tokenizer)
     assert counts["tok(batch of 8)"] > FRAME_LIMITS["tok(batch of 8)"], counts

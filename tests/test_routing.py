@@ -14,10 +14,10 @@ from defects import ArraysDropAfterDigits, DropsAfterDigits, FastButWrong
 from tokenizers import normalizers
 
 import tokbackend
-from tokbackend.backends.gigatoken import GigatokenBackend
-from tokbackend.backends.hf import HFBackend
-from tokbackend.routing import auto
-from tokbackend.state import FastPathError
+from tokbackend._routing import auto
+from tokbackend._state import FastPathError
+from tokbackend.backends._gigatoken import GigatokenBackend
+from tokbackend.backends._hf import HFBackend
 
 
 @pytest.fixture
@@ -54,7 +54,7 @@ def test_slow_or_foreign_objects_are_refused():
 
 
 def test_auto_chooses_an_exact_backend_and_says_why(hf_tokenizer, fresh_auto_cache, caplog, monkeypatch):
-    from tokbackend.routing import lanes
+    from tokbackend._routing import lanes
 
     built = []
     build_lane = lanes.build_lane
@@ -75,7 +75,7 @@ def test_auto_chooses_an_exact_backend_and_says_why(hf_tokenizer, fresh_auto_cac
     # a second start remembers the choice and builds only the chosen backend
     again = tokbackend.accelerate(hf_tokenizer, "auto")
     assert again.tokbackend.stats()["routing"]["backend"] == routing["backend"]
-    from tokbackend.routing import choices
+    from tokbackend._routing import choices
 
     reason = again.tokbackend.stats()["routing"]["reason"]
     assert reason.startswith("auto's choice for this model and these library versions, made by process ")
@@ -88,7 +88,7 @@ def test_auto_chooses_an_exact_backend_and_says_why(hf_tokenizer, fresh_auto_cac
 def test_auto_builds_its_choice_alone_and_says_why(hf_tokenizer, fresh_auto_cache, monkeypatch):
     """auto builds the first candidate in its order that is exact (fastokens) and nothing else;
     the next start says its choice is a remembered one, and by which process."""
-    from tokbackend.routing import lanes
+    from tokbackend._routing import lanes
 
     built = []
     build_lane = lanes.build_lane
@@ -115,8 +115,8 @@ def test_a_backend_that_cannot_serve_the_model_is_passed_over(hf_tokenizer, fres
 
 def test_a_remembered_choice_is_not_reused_by_another_tokbackend_version(hf_tokenizer, monkeypatch):
     """What qualified depends on tokbackend's own probe and guard records."""
-    from tokbackend import version
-    from tokbackend.routing import choices
+    from tokbackend import _version as version
+    from tokbackend._routing import choices
 
     text_json = hf_tokenizer.backend_tokenizer.to_str()
 
@@ -187,8 +187,8 @@ def test_boot_probe_is_within_budget(fast_tokenizer):
     (0.21 s of wall clock in one loaded run)."""
     import time
 
-    from tokbackend.probe import run_probe
-    from tokbackend.tokenizer import reference_of
+    from tokbackend._probe import run_probe
+    from tokbackend._tokenizer import reference_of
 
     state = fast_tokenizer.tokbackend
     assert state.probe_seconds > 0
@@ -229,8 +229,8 @@ class ToyBackend(HFBackend):
 
 @pytest.mark.slow  # a whole verify of a registered backend; CI registers backends in test_backends.py
 def test_a_backend_is_one_registered_class_and_verify_runs_every_step_on_it(register_for_test, monkeypatch, tmp_path):
-    from tokbackend import guard
-    from tokbackend.verify import EXIT_OK, verify_model
+    from tokbackend import _guard as guard
+    from tokbackend._verify import EXIT_OK, verify_model
 
     register_for_test("toy", ToyBackend)
     code_points = list(range(0x4E00, 0x4E20)) + list(range(0x0400, 0x0420)) + [0x17F, 0x323B0]
@@ -247,7 +247,7 @@ def test_a_backend_is_one_registered_class_and_verify_runs_every_step_on_it(regi
 
 @pytest.mark.parametrize("damaged", ['{"cut short', "[1, 2]"], ids=["cut-short", "a-list"])
 def test_a_damaged_choices_file_is_a_miss_named_then_written_anew(damaged, hf_tokenizer, fresh_auto_cache, caplog):
-    from tokbackend.routing import choices
+    from tokbackend._routing import choices
 
     choices.choices_file().parent.mkdir(parents=True, exist_ok=True)
     choices.choices_file().write_text(damaged)

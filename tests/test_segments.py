@@ -14,7 +14,7 @@ from hypothesis import Phase, settings
 import tokbackend
 from equivalence.conversations import conversations, guarded_sample, turn_by_turn
 from equivalence.differential import find_mismatch
-from tokbackend.segments import DEFAULT_SEGMENT_CACHE_MIB
+from tokbackend._segments import DEFAULT_SEGMENT_CACHE_MIB
 
 
 def _added(tokenizer) -> list[str]:
@@ -262,7 +262,7 @@ def test_remembered_texts_that_end_alike_are_kept_apart(hf_tokenizer):
 
 def test_a_memo_that_compared_only_the_ends_would_be_caught(hf_tokenizer, monkeypatch):
     """The planted defect for the test above: the filter alone decides."""
-    from tokbackend.segments import SegmentCache
+    from tokbackend._segments import SegmentCache
 
     def ends_only(self, text, splitter):
         for entry in self._prefixes:
@@ -379,7 +379,7 @@ def test_the_caches_premise_is_checked_per_pipeline(family, backend, used):
 def test_a_splitter_that_breaks_the_premise_turns_the_cache_off(fresh_pair, monkeypatch):
     """The build-time check catches a defective splitter before it serves (the conversations
     harness catches it too, `test_the_harness_finds_a_planted_split_defect`)."""
-    from tokbackend import segments
+    from tokbackend import _segments as segments
 
     hf, _ = fresh_pair
     monkeypatch.setattr(

@@ -10,7 +10,7 @@ import pytest
 from defects import DropsOnLongTexts
 
 import tokbackend
-from tokbackend.integrations import sglang_gate as gate
+from tokbackend.integrations import _sglang_gate as gate
 
 
 @pytest.fixture(scope="module")

@@ -14,11 +14,11 @@ from defects import finish_without_package_data
 
 import tokbackend
 from equivalence.families import build_family
-from tokbackend import guard as guard_module
+from tokbackend import _guard as guard_module
+from tokbackend._guard import derive, records
+from tokbackend._guard.candidates import candidate_runs, run_around, sample
+from tokbackend._guard.derive import FULL_PLANES, FastDerivation, _hf_encoder
 from tokbackend.backends import backend_class
-from tokbackend.guard import derive, records
-from tokbackend.guard.candidates import candidate_runs, run_around, sample
-from tokbackend.guard.derive import FULL_PLANES, FastDerivation, _hf_encoder
 
 TEXTS = [
     "Ready? 毕老师说：naïve café, Привет, 🤖 1234",
@@ -86,7 +86,7 @@ def _server_lines(caplog, model: str) -> list[str]:
 def test_a_server_process_serves_with_the_final_build_and_says_so(qwen3, unseen_pipeline, caplog):
     """On a fresh replica the integration builds the final build (auto's choice, the derived
     record) before the process serves, and its one line names what serves."""
-    from tokbackend.integrations.common import accelerate_for_server
+    from tokbackend.integrations._common import accelerate_for_server
 
     with caplog.at_level(logging.WARNING, logger="tokbackend"):
         fast = accelerate_for_server(qwen3, "qwen3", "--tokenizer-backend tokbackend-auto", "SGLang")
@@ -101,7 +101,7 @@ def test_a_second_load_in_a_server_process_shares_the_first_build(qwen3, unseen_
     """SGLang's scheduler loads the tokenizer twice (for itself and its model worker): the second
     load serves with the first one's build rather than building it again on the way to /health,
     but only where the two encode alike: an added token, or other options, build anew."""
-    from tokbackend.integrations.common import accelerate_for_server
+    from tokbackend.integrations._common import accelerate_for_server
 
     flag = "--tokenizer-backend tokbackend-auto"
     first = accelerate_for_server(qwen3, "qwen3", flag, "SGLang")
@@ -128,7 +128,7 @@ def test_a_second_load_shares_nothing_where_the_vocabulary_differs(qwen3, unseen
 
     from tokenizers import Tokenizer
 
-    from tokbackend.integrations.common import accelerate_for_server
+    from tokbackend.integrations._common import accelerate_for_server
 
     flag = "--tokenizer-backend tokbackend-fastokens"
     first = accelerate_for_server(qwen3, "qwen3", flag, "SGLang")
@@ -143,7 +143,7 @@ def test_a_second_load_shares_nothing_where_the_vocabulary_differs(qwen3, unseen
 
 
 def test_a_server_refuses_to_start_when_its_build_fails(qwen3, unseen_pipeline, failing_finish, monkeypatch):
-    from tokbackend.integrations.common import ALLOW_FALLBACK_ENV, accelerate_for_server
+    from tokbackend.integrations._common import ALLOW_FALLBACK_ENV, accelerate_for_server
 
     refused = "cannot serve qwen3.*building its lane failed: FileNotFoundError: planted.*Remove the flag"
     with pytest.raises(RuntimeError, match=refused):
@@ -186,7 +186,7 @@ def test_the_screen_on_the_served_tokenizer_sees_what_its_own_instances_see(monk
 EXITS_AT_ONCE = """
 import sys, time
 import tokbackend
-from tokbackend.backends.gigatoken import GigatokenBackend
+from tokbackend.backends._gigatoken import GigatokenBackend
 
 warm_up = GigatokenBackend.prepare
 GigatokenBackend.prepare = lambda self: (time.sleep(1.0), warm_up(self))[1]

@@ -23,14 +23,14 @@ from defects import (
 from tokenizers import normalizers
 
 import tokbackend
-from tokbackend import cli
-from tokbackend.cache_dir import cache_dir
-from tokbackend.guard import guard_versions
-from tokbackend.guard.records import BAKED_RECORDS_ENV, find_record, record_key, write_record
-from tokbackend.guard.scan import from_ranges, ranges
-from tokbackend.state import AccelerationState
-from tokbackend.tokenizer import AcceleratedTokenizerMixin, HFReference
-from tokbackend.verify import (
+from tokbackend import _cli as cli
+from tokbackend._cache_dir import cache_dir
+from tokbackend._guard import guard_versions
+from tokbackend._guard.records import BAKED_RECORDS_ENV, find_record, record_key, write_record
+from tokbackend._guard.scan import from_ranges, ranges
+from tokbackend._state import AccelerationState
+from tokbackend._tokenizer import AcceleratedTokenizerMixin, HFReference
+from tokbackend._verify import (
     EXIT_GRAMMAR,
     EXIT_MISMATCH,
     EXIT_OK,
@@ -46,7 +46,7 @@ def _run_cli(*arguments: str, cache_dir=None, cwd=None) -> subprocess.CompletedP
     """`cache_dir`: tokbackend's cache for the run (else the user's, whose auto choices any
     process of this user may have written); `cwd`: the working directory."""
     environment = None if cache_dir is None else {**os.environ, "TOKBACKEND_CACHE_DIR": str(cache_dir)}
-    command = [sys.executable, "-m", "tokbackend.cli", *arguments]
+    command = [sys.executable, "-m", "tokbackend._cli", *arguments]
     return subprocess.run(command, capture_output=True, text=True, timeout=600, check=False, env=environment, cwd=cwd)
 
 
@@ -114,7 +114,7 @@ def test_verify_exits_1_on_a_family_whose_pieces_depend_on_their_position(monkey
     after an added token as if it started the text. The conversations step must fail."""
     from equivalence.families import family_dir
 
-    monkeypatch.setattr("tokbackend.segments.premise_fails", lambda splitter, hf_ids: None)
+    monkeypatch.setattr("tokbackend._segments.premise_fails", lambda splitter, hf_ids: None)
     directory = str(family_dir("mistral-metaspace", "small"))
     exit_code = cli.main(["verify", directory, "--backend", "gigatoken", "--only", "segments", "--no-progress"])
     output = capsys.readouterr().out
@@ -168,7 +168,7 @@ def _assert_the_segments_step_fails(capsys, message: str) -> None:
 def test_verify_exits_1_when_the_segment_cache_splits_one_character_off(monkeypatch, capsys):
     """A planted defect in the segment cache alone (the first character after an added token
     moves into the piece before it): the backend is right, the conversations step must fail."""
-    from tokbackend.segments import AddedTokenSplitter
+    from tokbackend._segments import AddedTokenSplitter
 
     def off_by_one(self, text, start=0):
         parts = original(self, text, start)
@@ -182,7 +182,7 @@ def test_verify_exits_1_when_the_segment_cache_splits_one_character_off(monkeypa
     monkeypatch.setattr(AddedTokenSplitter, "split", off_by_one)
     # the build-time check of the cache's premise would turn such a cache off (tested in
     # test_segments.py); here it is off too, so that the conversations step alone must catch it
-    monkeypatch.setattr("tokbackend.segments.premise_fails", lambda splitter, hf_ids: None)
+    monkeypatch.setattr("tokbackend._segments.premise_fails", lambda splitter, hf_ids: None)
     _assert_the_segments_step_fails(capsys, "a conversation differs with the segment cache on")
 
 
@@ -190,7 +190,7 @@ def test_verify_exits_1_when_the_segment_cache_splits_one_character_off(monkeypa
 def test_verify_exits_1_when_the_prefix_memo_drops_an_id(monkeypatch, capsys):
     """A planted defect in the prefix memo alone (the ids it remembers for a request lose their
     last one): every piece is right, the reuse of an earlier turn is not; the step must fail."""
-    from tokbackend.segments import SegmentCache
+    from tokbackend._segments import SegmentCache
 
     def drops_last_id(self, text, chars, chunks, replaces):
         if chunks and chunks[-1]:
@@ -205,7 +205,7 @@ def test_verify_exits_1_when_the_prefix_memo_drops_an_id(monkeypatch, capsys):
 def test_verify_segments_fails_when_the_cache_answers_nothing(monkeypatch, capsys):
     """A planted defect: the cache never hits (every piece encoded afresh, so the ids are right):
     a step the cache took no part in must not pass."""
-    from tokbackend.segments import SegmentCache
+    from tokbackend._segments import SegmentCache
 
     monkeypatch.setattr(SegmentCache, "get", lambda self, piece: None)
     _assert_the_segments_step_fails(capsys, "no request was answered from the cache")
@@ -281,7 +281,7 @@ def test_verify_exits_2_with_the_cause_on_a_tokenizer_the_backend_cannot_load(tm
 def test_verify_exits_6_when_the_start_up_build_fails(backend, monkeypatch, tmp_path, capsys):
     """Planted: the guard's derivation raises (a pipeline no record covers, and a derivation that
     cannot read its package data). A deployment could not start with this backend."""
-    from tokbackend.guard import records
+    from tokbackend._guard import records
 
     monkeypatch.setattr(records, "SHIPPED_RECORDS", tmp_path / "no-shipped-records")
     monkeypatch.setenv("TOKBACKEND_CACHE_DIR", str(tmp_path / "cache"))
@@ -336,7 +336,7 @@ def _only(step: str, capsys, model: str = "qwen3") -> tuple[int, str]:
 def test_verify_checks_arguments_results_and_changes(capsys, caplog, monkeypatch, tmp_path):
     """...and keeps what its own changed tokenizers log (a backend that cannot serve one, a guard
     derived for one) out of the user's console, and their guard records out of the user's cache."""
-    from tokbackend.loading import resolve_model
+    from tokbackend._loading import resolve_model
 
     model = resolve_model("qwen3")  # built in the real cache; the run's own cache is empty
     monkeypatch.setenv("TOKBACKEND_CACHE_DIR", str(tmp_path))
@@ -352,11 +352,11 @@ def test_verify_checks_arguments_results_and_changes(capsys, caplog, monkeypatch
 
 def test_verify_exits_1_when_the_fast_path_answers_a_call_hf_rejects(monkeypatch, capsys):
     """A planted defect: the policy no longer asks whether add_special_tokens is a bool."""
-    from tokbackend import policy
+    from tokbackend import _policy as policy
 
     real = policy.fast_path_reason
     monkeypatch.setattr(
-        "tokbackend.tokenizer.fast_path_reason",
+        "tokbackend._tokenizer.fast_path_reason",
         lambda text, pair, add_special_tokens, kwargs, defaults: real(text, pair, True, kwargs, defaults),
     )
     exit_code, output = _only("arguments", capsys)
@@ -368,9 +368,9 @@ def test_verify_exits_1_when_a_fast_result_is_poorer_than_hfs(monkeypatch, capsy
     """A planted defect: fast-path results without Encodings (a plain BatchEncoding)."""
     from transformers.tokenization_utils_base import BatchEncoding
 
-    import tokbackend.tokenizer
+    import tokbackend._tokenizer
 
-    monkeypatch.setattr(tokbackend.tokenizer, "lazy_batch_encoding", lambda data, compute: BatchEncoding(data))
+    monkeypatch.setattr(tokbackend._tokenizer, "lazy_batch_encoding", lambda data, compute: BatchEncoding(data))
     exit_code, output = _only("arguments", capsys)
     assert exit_code == EXIT_MISMATCH, output[-3000:]
     assert "differs from HF" in output
@@ -378,7 +378,7 @@ def test_verify_exits_1_when_a_fast_result_is_poorer_than_hfs(monkeypatch, capsy
 
 def test_verify_exits_1_when_a_change_after_acceleration_is_missed(monkeypatch, capsys):
     """A planted defect: a per-call check that never sees a change."""
-    from tokbackend.tokenizer import HFReference
+    from tokbackend._tokenizer import HFReference
 
     monkeypatch.setattr(HFReference, "fingerprint", lambda self: "never changes")
     exit_code, output = _only("changes", capsys)
@@ -412,8 +412,8 @@ def test_verify_checks_threads_state_warnings_and_results(capsys):
 @pytest.mark.parametrize(
     ("plant", "failing"),
     [
-        (lambda mp: mp.setattr("tokbackend.tokenizer.gate_of", lambda rust, owner: RestoresWithoutWaiting()), "threads"),
-        (lambda mp: mp.setattr("tokbackend.tokenizer.gate_of", lambda rust, owner: ForgetsAnswers()), "state"),
+        (lambda mp: mp.setattr("tokbackend._tokenizer.gate_of", lambda rust, owner: RestoresWithoutWaiting()), "threads"),
+        (lambda mp: mp.setattr("tokbackend._tokenizer.gate_of", lambda rust, owner: ForgetsAnswers()), "state"),
         # CI runs the first two classes, the slow profile all four
         pytest.param(lambda mp: mp.setattr(HFReference, "_internal", internal_calls_warn), "warnings", marks=pytest.mark.slow),
         pytest.param(

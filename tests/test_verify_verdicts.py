@@ -20,8 +20,9 @@ from defects import rust_panic
 import tokbackend
 from equivalence.differential import Raised, answer_of, compare
 from equivalence.families import family_dir
-from tokbackend import cli, verify
-from tokbackend.verify import (
+from tokbackend import _cli as cli
+from tokbackend import _verify as verify
+from tokbackend._verify import (
     EXIT_HARNESS,
     EXIT_MISMATCH,
     EXIT_NOT_FOUND,
@@ -46,7 +47,7 @@ def _run_cli(*arguments: str, cache_dir: Path) -> subprocess.CompletedProcess:
     """`tokbackend ARGUMENTS` in a process of its own, with a cache of its own (no choice of auto
     remembered by another test)."""
     environment = {**os.environ, "TOKBACKEND_CACHE_DIR": str(cache_dir)}
-    command = [sys.executable, "-m", "tokbackend.cli", *arguments]
+    command = [sys.executable, "-m", "tokbackend._cli", *arguments]
     return subprocess.run(command, capture_output=True, text=True, timeout=900, check=False, env=environment)
 
 
@@ -259,7 +260,7 @@ def test_a_tokenizer_json_path_is_its_directory_and_another_file_is_said_to_be_o
 
 
 def test_verify_takes_a_server_flags_value_and_certifies_that_lane():
-    from tokbackend.integrations.common import flag_values
+    from tokbackend.integrations._common import flag_values
 
     parser = cli.build_parser()
     for value in flag_values():
@@ -282,10 +283,10 @@ def test_an_unknown_option_prints_verifys_own_usage(capsys):
 
 
 def test_counts_read_in_the_singular_and_the_plural():
-    from tokbackend.guard import UnicodeGuard
-    from tokbackend.guard.contexts import ScanContext
-    from tokbackend.guard.scan import ScanReport
-    from tokbackend.wording import counted
+    from tokbackend._guard import UnicodeGuard
+    from tokbackend._guard.contexts import ScanContext
+    from tokbackend._guard.scan import ScanReport
+    from tokbackend._wording import counted
 
     assert (counted(1, "code point"), counted(0, "code point"), counted(2, "class", "classes")) == (
         "1 code point",

@@ -8,32 +8,32 @@
 
 import importlib
 
+from tokbackend._build import FastPathError
+from tokbackend._options import AccelerationOptions
+from tokbackend._policy import FallbackReason
+from tokbackend._state import AccelerationState
+from tokbackend._version import VERSION as __version__
 from tokbackend.backends import BackendUnavailableError, EncodeBackend, available_backends, register_backend
-from tokbackend.build import FastPathError
-from tokbackend.options import AccelerationOptions
-from tokbackend.policy import FallbackReason
-from tokbackend.state import AccelerationState
-from tokbackend.version import VERSION as __version__
 
-from tokbackend.backends import preload as _preload  # isort: skip
+from tokbackend._process import preload as _preload  # isort: skip
 
 # What imports transformers (about a second) is imported on first use: `tokbackend --help`, a
 # process that registers a backend or reads the version, imports none of it. Whoever calls these
 # has a HuggingFace tokenizer, so transformers is imported already.
 _ON_FIRST_USE = {
-    "DEFAULT_MODEL": "tokbackend.loading",
-    "ModelFilesError": "tokbackend.loading",
-    "ModelNotFoundError": "tokbackend.loading",
-    "load": "tokbackend.loading",
-    "load_hf": "tokbackend.loading",
-    "AcceleratedTokenizerMixin": "tokbackend.tokenizer",
-    "accelerate": "tokbackend.tokenizer",
-    "ids_as_arrays": "tokbackend.tokenizer",
+    "DEFAULT_MODEL": "tokbackend._loading",
+    "ModelFilesError": "tokbackend._loading",
+    "ModelNotFoundError": "tokbackend._loading",
+    "load": "tokbackend._loading",
+    "load_hf": "tokbackend._loading",
+    "AcceleratedTokenizerMixin": "tokbackend._tokenizer",
+    "accelerate": "tokbackend._tokenizer",
+    "ids_as_arrays": "tokbackend._tokenizer",
 }
 
 
 def __getattr__(name: str):
-    if name in {"loading", "tokenizer"}:  # `tokbackend.loading.resolve_model` after `import tokbackend`
+    if name in {"_loading", "_tokenizer"}:  # `tokbackend._loading.resolve_model` after `import tokbackend`
         return importlib.import_module(f"tokbackend.{name}")
     if name not in _ON_FIRST_USE:
         raise AttributeError(f"module 'tokbackend' has no attribute {name!r}")
@@ -54,10 +54,10 @@ def preload() -> None:
 def _first_build_imports() -> None:
     """What the first `accelerate()` imports or reads lazily (~15 ms on 2 cores): a guard
     derivation, auto's routing, and the library versions guard records name."""
-    import tokbackend.guard.derive  # noqa: F401
-    import tokbackend.routing.auto  # noqa: F401
+    import tokbackend._guard.derive  # noqa: F401
+    import tokbackend._routing.auto  # noqa: F401
+    from tokbackend._guard import guard_versions
     from tokbackend.backends import BUILTIN_BACKENDS, versioned_libraries
-    from tokbackend.guard import guard_versions
 
     guard_versions(versioned_libraries(BUILTIN_BACKENDS))
 

@@ -16,7 +16,7 @@ import sys
 import time
 
 import tokbackend
-from tokbackend import guard
+from tokbackend import _guard as guard
 
 EXTENSION_J = list(range(0x323B0, 0x32400))
 

@@ -12,7 +12,7 @@ import sys
 import numpy as np
 
 import tokbackend
-from tokbackend.backends.renewal import resident_bytes
+from tokbackend.backends._renewal import resident_bytes
 
 
 def random_word_prompts(rng: np.random.Generator, count: int, characters: int) -> list[str]:

@@ -12,9 +12,9 @@ from importlib.metadata import entry_points
 
 import pytest
 
+from tokbackend._tokenizer import AcceleratedTokenizerMixin
 from tokbackend.integrations import sglang as plugin
-from tokbackend.integrations.common import ALLOW_FALLBACK_ENV
-from tokbackend.tokenizer import AcceleratedTokenizerMixin
+from tokbackend.integrations._common import ALLOW_FALLBACK_ENV
 
 # Before 0.5.19 ServerArgs resolves the device in __post_init__ and finds none on a CPU host.
 CPU = ["--device", "cpu"]

@@ -12,7 +12,7 @@ from importlib.metadata import entry_points
 import pytest
 from conftest import MAX_MODEL_LEN, vllm_config
 
-from tokbackend.tokenizer import AcceleratedTokenizerMixin
+from tokbackend._tokenizer import AcceleratedTokenizerMixin
 
 TEXTS = [
     "Hello! 毕老师！1 + 1 = 2",

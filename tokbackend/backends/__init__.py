@@ -12,15 +12,15 @@ from collections.abc import Iterable
 from importlib import import_module
 from importlib.metadata import entry_points
 
-from tokbackend.backends.base import BackendClass, BackendUnavailableError, EncodeBackend
-from tokbackend.backends.forking import fork_safe_lock
+from tokbackend._process.forking import fork_safe_lock
+from tokbackend.backends._base import BackendClass, BackendUnavailableError, EncodeBackend
 
 ENTRY_POINT_GROUP = "tokbackend.backends"
 
 _BUILTIN_FACTORIES = {
-    "hf": "tokbackend.backends.hf:HFBackend",
-    "gigatoken": "tokbackend.backends.gigatoken:GigatokenBackend",
-    "fastokens": "tokbackend.backends.fastokens:FastokensBackend",
+    "hf": "tokbackend.backends._hf:HFBackend",
+    "gigatoken": "tokbackend.backends._gigatoken:GigatokenBackend",
+    "fastokens": "tokbackend.backends._fastokens:FastokensBackend",
 }
 BUILTIN_BACKENDS = tuple(_BUILTIN_FACTORIES)
 

@@ -24,7 +24,7 @@ system, 0.5.11 on, that run on the torch versions users have). `register()`:
 Each step is registered on its own: one that fails (a release that moved a function) is logged
 and leaves the others in place. A model the fast path cannot serve fails at start-up with the
 reason; set TOKBACKEND_ALLOW_HF_FALLBACK=1 to serve it with HuggingFace instead (logged; see
-`tokbackend.integrations.common`). With SGLANG_RUST_SERVER=1 SGLang tokenizes in Rust, where no
+`tokbackend.integrations._common`). With SGLANG_RUST_SERVER=1 SGLang tokenizes in Rust, where no
 Python hook applies (the plugin warns); before 0.5.23, Granian workers (`--enable-http2`) load
 SGLang's app by a path no hook reaches, and stay on HuggingFace (docs/sglang.md).
 """
@@ -36,8 +36,8 @@ import logging
 import os
 
 import tokbackend
-from tokbackend.integrations.common import DEFAULT_FLAG_VALUE, accelerate_for_server, backend_for_flag, flag_values
-from tokbackend.tokenizer import ids_as_arrays
+from tokbackend._tokenizer import ids_as_arrays
+from tokbackend.integrations._common import DEFAULT_FLAG_VALUE, accelerate_for_server, backend_for_flag, flag_values
 
 logger = logging.getLogger("tokbackend")
 
@@ -151,5 +151,8 @@ def _around_get_processor(original, *args, **kwargs):
 
 
 def accelerate_for_sglang(tokenizer, model: str, backend_flag: str = DEFAULT_FLAG_VALUE):
-    """`tokbackend.accelerate()` under the servers' start-up contract (`integrations.common`)."""
+    """`tokbackend.accelerate()` under the servers' start-up contract (`integrations._common`)."""
     return accelerate_for_server(tokenizer, model, f"--tokenizer-backend {backend_flag}", "SGLang", LEGACY_ALLOW_FALLBACK_ENV)
+
+
+__all__ = ["accelerate_for_sglang", "register"]

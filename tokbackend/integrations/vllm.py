@@ -3,7 +3,7 @@
 Registered under vLLM's entry-point group `vllm.general_plugins`, which vLLM loads in every
 process it starts (the API servers, also the spawned ones of `--api-server-count` > 1, the engine
 core before its StructuredOutputManager, the workers). `register()` adds, for each of our flag
-values (`integrations.common.flag_values()`):
+values (`integrations._common.flag_values()`):
 
 - a tokenizer mode (`TokenizerRegistry.register`): vLLM's own HF loading (`CachedHfTokenizer`,
   which adds the cached properties vLLM reads, such as `max_token_id`), then
@@ -24,7 +24,7 @@ import functools
 import logging
 
 import tokbackend
-from tokbackend.integrations.common import accelerate_for_server, flag_values
+from tokbackend.integrations._common import accelerate_for_server, flag_values
 
 logger = logging.getLogger("tokbackend")
 
@@ -100,3 +100,6 @@ def _explain_near_misses(registry) -> None:
 
     load_tokenizer_cls._tokbackend = True
     registry.load_tokenizer_cls = load_tokenizer_cls
+
+
+__all__ = ["class_name", "register"]

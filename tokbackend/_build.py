@@ -1,0 +1,226 @@
+"""One build of the fast path for a tokenizer's current state, made in one go and never changed.
+
+A `Build` holds everything `AccelerationState.answer` reads: the routing (or why the fast path
+is off), the special-token affixes, the segment cache, and the content of the tokenizer state it
+was built for (`Reference.content`). `accelerate()` returns once its build is made: the backend
+loaded, its exact guard found or derived, the boot probe passed. A rebuild makes a new one and
+the state swaps it in with one assignment, so a call never sees half of one build and half of
+another.
+
+A build is in one of the phases of `Phase` (`Build.phase`, `stats()["start_up"]["phase"]`);
+`PHASES` says, for each, who answers and which phases may replace it, and docs/start-up.md
+holds the table `lifecycle_table()` makes of it (a test checks the two agree). A state swaps a
+build in only through `AccelerationState._swap`, which checks the step against `PHASES`.
+
+- A copy of the tokenizer (copy, deepcopy) shares the build; an unpickled one makes a build of
+  its own, in this process as in another. A forked child serves the build it inherited.
+- A change to the tokenizer (`Reference.content`): a new build for the new state replaces this
+  one, whatever its phase.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import logging
+from collections.abc import Hashable
+
+from tokbackend._options import AccelerationOptions
+from tokbackend._process.exiting import exiting, watch_exit
+from tokbackend._process.threads import OnItsOwnThread
+from tokbackend._reference import Reference
+from tokbackend._routing import NoExactBackend, Routing, Shortfall, build_routing
+from tokbackend._segments import Segments, segments_for
+from tokbackend.backends import BackendUnavailableError
+from tokbackend.backends._base import panics_as_errors
+
+logger = logging.getLogger("tokbackend")
+
+
+class FastPathError(RuntimeError):
+    """`strict=True` and the backend disagreed with HuggingFace during the boot probe."""
+
+
+Affixes = tuple[list[int], list[int]]
+
+
+UNBUILT_REASON = "not built yet"
+
+
+class Phase(str, enum.Enum):
+    """Where a tokenizer's build stands (see `PHASES`)."""
+
+    UNBUILT = "unbuilt"
+    FINAL = "final"
+    OFF = "off"
+
+
+@dataclasses.dataclass(frozen=True)
+class PhaseRule:
+    made_by: str
+    who_answers: str
+    followed_by: tuple[Phase, ...]  # phases whose build may replace it (a change to the tokenizer aside)
+
+
+# Every phase, who answers in it and what may replace it: the one table of the lifecycle. Any
+# build may also be replaced by a new build for a changed tokenizer (`AccelerationState.rebuild`).
+PHASES: dict[Phase, PhaseRule] = {
+    Phase.UNBUILT: PhaseRule(
+        "the state, before `accelerate()` builds",
+        "nobody: `accelerate()` returns once it has built",
+        (Phase.FINAL, Phase.OFF),
+    ),
+    Phase.FINAL: PhaseRule(
+        "`build_for`: a backend loaded, its exact guard found or derived, the boot probe passed",
+        "the routing: texts its guard holds go to HF, the rest to the backend",
+        (),
+    ),
+    Phase.OFF: PhaseRule(
+        "`build_for`: no backend is exact (or none loads, with `allow_hf_fallback`)",
+        'HF, every call; the reason in `stats()["disabled_reason"]`, and `tokbackend verify` fails',
+        (),
+    ),
+}
+
+
+def lifecycle_table() -> str:
+    """`PHASES` as the markdown table docs/start-up.md holds."""
+    rows = ["| phase | made by | who answers | what may replace it |", "|---|---|---|---|"]
+    for phase, rule in PHASES.items():
+        follows = ", ".join(f"`{after.value}`" for after in rule.followed_by) or "nothing"
+        rows.append(f"| `{phase.value}` | {rule.made_by} | {rule.who_answers} | {follows} |")
+    return "\n".join(rows) + "\n"
+
+
+@dataclasses.dataclass(frozen=True)
+class Build:
+    """What the fast path serves with; see the module docstring."""
+
+    content: Hashable | None
+    routing: Routing | None = None
+    disabled_reason: str | None = UNBUILT_REASON
+    probe_seconds: float = 0.0
+    # the ids HF's post-processor puts around one sequence; None: not a fixed prefix/suffix
+    affixes: Affixes | None = None
+    # special tokens the post-processor adds to one sequence (HF checks `stride` against
+    # max_length less these, whether or not the call adds them)
+    special_tokens: int = 0
+    segments: Segments | None = None
+    segments_unsupported: str | None = None  # why this tokenizer does not use the segment cache
+    # what it was built from: a result's Encodings asked for after the tokenizer changed are
+    # those of this state (`tokbackend._tokenizer`)
+    tokenizer_json: str | None = dataclasses.field(default=None, compare=False, repr=False)
+    # the lanes' `prepare()` (warm-ups, spares), on a background thread once they serve
+    preparing: OnItsOwnThread[None] | None = dataclasses.field(default=None, compare=False)
+
+    @property
+    def phase(self) -> Phase:
+        if self.content is None and self.disabled_reason == UNBUILT_REASON:
+            return Phase.UNBUILT
+        return Phase.FINAL if self.disabled_reason is None else Phase.OFF
+
+
+UNBUILT = Build(content=None)
+
+
+def build_for(reference: Reference, options: AccelerationOptions, content: Hashable, changed: bool = False) -> Build:
+    """A build for the reference's current state, whose `content` the caller has read. Raises
+    BackendUnavailableError (unless allow_hf_fallback) and FastPathError (strict=True) as
+    `AccelerationOptions` documents. `changed`: the tokenizer changed after `accelerate()` and
+    this build is made during an encode call, which a backend that cannot serve the new state
+    must not fail: it is logged and the fast path turned off (strict=True still raises)."""
+    tokenizer_json = reference.tokenizer_json()
+    model = reference.model
+    segments, unsupported = None, None
+    if options.segment_cache_mib is not None:
+        found = segments_for(tokenizer_json, options.segment_cache_mib, options.segment_cache_steps_aside, reference.hf_ids)
+        if isinstance(found, str):
+            unsupported = found
+            logger.info("%s: segment cache off: %s", model, found)
+        else:
+            segments = found
+    common = {
+        "content": content,
+        "affixes": special_token_affixes(reference),
+        "special_tokens": reference.special_tokens_count(),
+        "segments": segments,
+        "segments_unsupported": unsupported,
+        "tokenizer_json": tokenizer_json,
+    }
+    try:
+        routing, probe_seconds = build_routing(reference, tokenizer_json, options, model)
+    except NoExactBackend as failure:
+        return Build(
+            **common,
+            routing=failure.routing,
+            probe_seconds=failure.probe_seconds,
+            disabled_reason=_unserved(failure, options, model, changed),
+        )
+    served = {"routing": routing, "disabled_reason": None, "probe_seconds": probe_seconds}
+    return Build(**common, **served, preparing=_prepare(routing))
+
+
+def _prepare(routing: Routing) -> OnItsOwnThread[None]:
+    """Start the lanes' `prepare()` on a thread of its own: it makes the first calls fast and
+    may take a second or pause the GIL, which start-up does not wait for. Not a daemon: an
+    interpreter that exits meanwhile waits for it (a daemon thread still inside a backend's
+    native code when the interpreter finalizes aborts the process), and it stops between its
+    steps once the interpreter exits (`tokbackend._process.exiting`)."""
+
+    def prepare() -> None:
+        lane = routing.lane
+        if exiting():  # the process exits and nothing will use it (`tokbackend._process.exiting`)
+            return
+        try:
+            with panics_as_errors(lane.name, "preparing"):
+                lane.backend.prepare()
+        except Exception as error:  # a warm-up that fails (or panics) costs only speed
+            logger.warning("backend %s: preparing it failed (%s); it serves unprepared", lane.name, error)
+
+    watch_exit()
+    return OnItsOwnThread(prepare, "tokbackend-prepare")
+
+
+def _unserved(failure: NoExactBackend, options: AccelerationOptions, model: str, changed: bool) -> str:
+    """Raise, or log and return the reason the fast path is off, for a routing that could not be
+    made: a backend that cannot load (or no exact candidate of "auto") raises unless
+    allow_hf_fallback or the tokenizer `changed` during serving; an inexact one is turned off;
+    strict=True raises for inexactness."""
+    unavailable = failure.shortfall is Shortfall.UNAVAILABLE or (
+        failure.shortfall is Shortfall.NO_CANDIDATE and not options.strict
+    )
+    if unavailable:
+        message = f"backend {options.backend!r} cannot serve {model}: {failure.reason}"
+        if changed:
+            logger.error("%s, since the tokenizer changed after accelerate(); serving it with HuggingFace", message)
+            return f"backend unavailable after a change to the tokenizer: {failure.reason}"
+        if not options.allow_hf_fallback:
+            raise BackendUnavailableError(
+                f"tokbackend: {message} (pass allow_hf_fallback=True to serve it with HuggingFace instead)"
+            ) from failure
+        logger.error("%s; serving with HuggingFace because allow_hf_fallback=True", message)
+        return f"backend unavailable: {failure.reason}"
+    if options.strict:
+        raise FastPathError(failure.strict_message) from failure
+    logger.error("%s: %s; the fast path is off and every encode goes to HuggingFace", model, failure.reason)
+    return failure.reason
+
+
+def special_token_affixes(reference: Reference) -> Affixes | None:
+    """The ids HF's post-processor puts before and after one sequence, derived by asking HF
+    itself on probe texts; None when its effect is not a fixed prefix/suffix."""
+    probes = ["tokbackend probe", "x"]
+    with_special = reference.hf_ids(probes, add_special_tokens=True)
+    without = reference.hf_ids(probes, add_special_tokens=False)
+    affixes = None
+    for full, bare in zip(with_special, without):
+        for start in range(len(full) - len(bare) + 1):
+            if full[start : start + len(bare)] == bare:
+                found = (full[:start], full[start + len(bare) :])
+                break
+        else:
+            return None
+        if affixes is not None and found != affixes:
+            return None
+        affixes = found
+    return affixes

@@ -1,0 +1,356 @@
+"""The `tokbackend` command line: `tokbackend verify <model>` (the pre-deploy gate)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import logging
+import sys
+
+from tokbackend import __version__
+from tokbackend._guard.records import BAKED_RECORDS_ENV
+from tokbackend._options import DEFAULT_BACKEND
+from tokbackend._verify import (
+    EXIT_CODES,
+    EXIT_MISSING_TOOLS,
+    EXIT_PRECEDENCE,
+    EXIT_UNAVAILABLE,
+    STEPS,
+    summary_table,
+    verify_model,
+)
+from tokbackend._wording import counted
+from tokbackend.integrations._common import DEFAULT_FLAG_VALUE, flag_values
+
+# What `tokbackend verify` cannot run without (the grammar gate's xgrammar is checked in its step).
+VERIFY_MODULES = ("hypothesis", "faker", "regex", "tqdm")
+
+
+def verify_epilog() -> str:
+    """`tokbackend verify --help`'s exit codes: `tokbackend._verify.EXIT_CODES`, wrapped."""
+    import textwrap
+
+    rows = [
+        textwrap.fill(meaning.replace("`", ""), 96, initial_indent=f"  {code}  ", subsequent_indent="     ")
+        for code, meaning in EXIT_CODES.items()
+    ]
+    order = ", ".join(str(code) for code in EXIT_PRECEDENCE)
+    return "exit codes:\n" + "\n".join(rows) + f"\nwhere a run has several outcomes, the first of {order} that applies\n"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from tokbackend._routing import backend_choices
+
+    parser = argparse.ArgumentParser(prog="tokbackend", description="Fast, exact tokenizer backends for serving stacks.")
+    parser.add_argument("--version", action="version", version=f"tokbackend {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+    verify = commands.add_parser(
+        "verify",
+        help="prove a backend gives HuggingFace's ids for a model",
+        description="Check that BACKEND encodes exactly like HuggingFace for MODEL, before deploying it.",
+        epilog=verify_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    verify.add_argument(
+        "model",
+        metavar="MODEL",
+        help='built-in name ("qwen3.6", "qwen3"), a local directory (or its tokenizer.json), or a hub id in the local HF cache',
+    )
+    verify.add_argument(
+        "--backend",
+        default=DEFAULT_BACKEND,
+        choices=list(dict.fromkeys([*backend_choices(), *flag_values()])),
+        metavar="BACKEND",
+        help=f"a backend ({', '.join(backend_choices())}), or a server flag's value as you pass it "
+        f"({', '.join(value for value in flag_values() if value not in backend_choices())}): "
+        f"verifies the lane that flag serves (default: {DEFAULT_BACKEND})",
+    )
+    verify.add_argument(
+        "--profile", default="ci", choices=["dev", "ci", "thorough"], help="how many Hypothesis examples per input class"
+    )
+    verify.add_argument("--examples", type=int, metavar="N", help="examples per input class (overrides --profile)")
+    verify.add_argument(
+        "--seed", type=int, default=0, metavar="N", help="Hypothesis seed (0: the profile's fixed derandomized run)"
+    )
+    verify.add_argument("--json", metavar="PATH", help="also write a machine-readable report to PATH")
+    verify.add_argument(
+        "--quick",
+        action="store_true",
+        help="about a minute, for boot-time use: leaves out the code-point scan, the changes after acceleration and "
+        "the grammar gate, and runs fewer examples; exits 0 when the rest passes (not a full verification)",
+    )
+    verify.add_argument("--no-progress", action="store_true", help="no progress bars")
+    verify.add_argument(
+        "--only",
+        metavar="STEPS",
+        type=parse_steps,
+        help=f"run only these steps after load and boot probe, comma-separated ({','.join(STEPS)}); the rest show as skipped",
+    )
+    verify.add_argument(
+        "--code-points",
+        metavar="RANGES",
+        help="scan only these code points, e.g. U+0900..U+097F,U+323B0 (default: every code point)",
+    )
+    guard = commands.add_parser(
+        "guard",
+        help="derive the Unicode divergence guard for a model's pipeline and record it (bake it into an image)",
+        description="Find the code points on which BACKEND and HuggingFace diverge for MODEL's pipeline; record them.",
+    )
+    guard.add_argument("model", help="built-in name, local directory, or hub id in the local HF cache")
+    guard.add_argument(
+        "--backend",
+        default=DEFAULT_BACKEND,
+        choices=backend_choices(),
+        help=f"the backend to derive for (default: {DEFAULT_BACKEND}, every backend auto may choose)",
+    )
+    guard.add_argument(
+        "--output",
+        "--output-dir",
+        dest="output",
+        metavar="DIR",
+        help=f"where to write the record (default: the tokbackend cache); bake DIR into an image and set {BAKED_RECORDS_ENV}=DIR",
+    )
+    guard.add_argument(
+        "--full",
+        action="store_true",
+        help="scan every code point with both oracles (minutes) instead of where engines can differ (seconds)",
+    )
+    gate = commands.add_parser(
+        "sglang-gate",
+        help="boot SGLang with and without --tokenizer-backend and compare their answers (run on a GPU host)",
+        description=(
+            "Start `python -m sglang.launch_server --model-path MODEL SERVER_ARGS` twice, without and with "
+            "--tokenizer-backend FLAG (or use --reference-url/--candidate-url), send both the same greedy and "
+            "streamed requests, chats and a JSON-schema completion, and compare."
+        ),
+        epilog="exit codes: 0 identical, 1 a difference, 2 usage error, 3 a JSON-schema answer that does not conform, "
+        "5 missing tools (the [verify] extra), 6 a server that cannot serve",
+    )
+    gate.add_argument("--model-path", required=True, help="the model directory (its tokenizer builds the prompts)")
+    gate.add_argument(
+        "--flag", default=DEFAULT_FLAG_VALUE, help=f"the --tokenizer-backend value to check (default {DEFAULT_FLAG_VALUE})"
+    )
+    gate.add_argument("--port", type=int, default=30000)
+    gate.add_argument("--long", type=int, nargs="*", default=[8000, 16000, 32000], help="token counts of the long prompts")
+    gate.add_argument(
+        "--timed", type=int, default=5, help="distinct prompts of the longest --long size timed to their first token on each"
+    )
+    gate.add_argument("--reference-url", help="a running server without the flag (instead of starting one)")
+    gate.add_argument("--candidate-url", help="a running server with the flag (instead of starting one)")
+    gate.add_argument("--log-dir", default=".", help="where the servers' logs go")
+    gate.add_argument("--timeout", type=float, default=900, help="seconds each server may take to start")
+    gate.add_argument("--json", metavar="PATH", help="also write the report to PATH")
+    gate.add_argument("server_args", nargs=argparse.REMAINDER, help="after --: arguments for both servers")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the `tokbackend` console script. An unknown option is a usage error of the
+    command it was given to (its own usage line, exit 2)."""
+    parser = build_parser()
+    arguments, unknown = parser.parse_known_args(argv)
+    if unknown:
+        subcommand_parser(parser, arguments.command).error(f"unrecognized arguments: {' '.join(unknown)}")
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    if arguments.command == "guard":
+        return derive_guard(arguments.model, arguments.backend, arguments.output, arguments.full)
+    if arguments.command == "sglang-gate":
+        return sglang_gate(arguments)
+    missing = [module for module in VERIFY_MODULES if importlib.util.find_spec(module) is None]
+    if missing:
+        print(
+            f"tokbackend verify needs the [verify] extra (missing: {', '.join(missing)}): pip install 'tokbackend[verify]'",
+            file=sys.stderr,
+        )
+        return EXIT_MISSING_TOOLS
+    _hypothesis_storage_in_our_cache()
+    try:
+        with _logs_beside_progress_bars():
+            report = verify_model(
+                arguments.model,
+                backend=arguments.backend,
+                profile=arguments.profile,
+                examples=arguments.examples,
+                seed=arguments.seed,
+                quick=arguments.quick,
+                progress=not arguments.no_progress and sys.stderr.isatty(),
+                code_points=parse_code_points(arguments.code_points) if arguments.code_points else None,
+                only=arguments.only,
+            )
+    except KeyboardInterrupt:
+        return 130
+    print()
+    print(summary_table(report))
+    if arguments.json:
+        with open(arguments.json, "w", encoding="utf-8") as handle:
+            json.dump(report.as_json(), handle, indent=2, ensure_ascii=False)
+    return report.exit_code if report.steps else EXIT_UNAVAILABLE
+
+
+def subcommand_parser(parser: argparse.ArgumentParser, command: str) -> argparse.ArgumentParser:
+    """The parser of `tokbackend COMMAND`."""
+    [commands] = [action for action in parser._actions if isinstance(action, argparse._SubParsersAction)]
+    return commands.choices[command]
+
+
+def _logs_beside_progress_bars():
+    """Log lines printed above tqdm's bars instead of through them."""
+    from tqdm.contrib.logging import logging_redirect_tqdm
+
+    return logging_redirect_tqdm()  # the root logger's console handler, which basicConfig set up
+
+
+def _hypothesis_storage_in_our_cache() -> None:
+    """Hypothesis keeps its storage (a Unicode table it caches) in `.hypothesis/` under the
+    working directory unless told otherwise: a verify run must leave the user's directory as it
+    was. Its examples database is off in every profile (`equivalence.strategies`)."""
+    import os
+
+    from hypothesis.configuration import set_hypothesis_home_dir
+
+    from tokbackend._cache_dir import cache_dir
+
+    if not os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
+        set_hypothesis_home_dir(cache_dir() / "hypothesis")
+
+
+def parse_steps(text: str) -> set[str]:
+    """'scan,grammar' -> {"scan", "grammar"}; an unknown name is a usage error of `verify` (exit 2,
+    its usage line) that names it and lists the known ones."""
+    steps = {step.strip() for step in text.split(",") if step.strip()}
+    unknown = sorted(steps - set(STEPS))
+    if unknown or not steps:
+        raise argparse.ArgumentTypeError(f"unknown step(s) {', '.join(unknown) or repr(text)}; known: {', '.join(STEPS)}")
+    return steps
+
+
+def parse_code_points(text: str) -> list[int]:
+    """'U+0900..U+097F,U+323B0' -> the code points (surrogates left out)."""
+    code_points: set[int] = set()
+    for part in filter(None, (piece.strip() for piece in text.split(","))):
+        first, _, last = part.partition("..")
+        start = int(first.upper().removeprefix("U+"), 16)
+        end = int(last.upper().removeprefix("U+"), 16) if last else start
+        code_points.update(code_point for code_point in range(start, end + 1) if not 0xD800 <= code_point <= 0xDFFF)
+    return sorted(code_points)
+
+
+def _progress_line(text: str) -> None:
+    """One line of progress on stderr: on a terminal rewritten in place ("" clears it); into a
+    file or a pipe, where a carriage return only garbles the log, a line of its own ("": none)."""
+    if not sys.stderr.isatty():
+        if text:
+            print(text, file=sys.stderr, flush=True)
+        return
+    print(f"\r{text[:100].ljust(100)}\r" if text else "\r" + " " * 100 + "\r", end="", file=sys.stderr, flush=True)
+
+
+def derive_guard(model: str, backend_name: str, output: str | None, full: bool = False) -> int:
+    """`tokbackend guard`: derive and write a guard record per backend
+    (`tokbackend._guard.offline`); one progress line."""
+    from pathlib import Path
+
+    import tokbackend
+    from tokbackend._cache_dir import cache_dir
+    from tokbackend._guard.offline import derive_records
+    from tokbackend._guard.scan import format_ranges
+    from tokbackend._routing import AUTO
+    from tokbackend._routing.auto import candidates
+    from tokbackend._verify import EXIT_NOT_FOUND
+
+    try:
+        tokenizer_json = tokbackend.load_hf(model).backend_tokenizer.to_str()
+    except tokbackend.ModelNotFoundError as error:
+        print(error.cli_message, file=sys.stderr)
+        return EXIT_NOT_FOUND
+    backends = candidates() if backend_name == AUTO else [backend_name]
+    directory = Path(output) if output else cache_dir() / "guards"
+
+    def progress(name: str, step: str) -> None:
+        _progress_line(f"  {name}: {step}")
+
+    for derived in derive_records(tokenizer_json, backends, directory, full, progress):
+        _progress_line("")
+        name, record, guard = derived.backend, derived.record, derived.guard
+        if derived.problem is not None:
+            print(f"{model}, {name}: {derived.problem}", file=sys.stderr)
+        elif record is None:
+            print(f"{model}, {name}: needs no guard")
+        else:
+            print(f"{model}, {name}: {record['derivation']} derivation in {record['scan_seconds']} s: {guard.describe()}")
+            print(f"  {format_ranges(guard.code_points)}")
+            versions = record["applies_to"][0]
+            print(f"  {record['scope']} record for {record['pipeline_description']}; versions {versions}; {derived.path}")
+    if output:
+        print(f"serve with {BAKED_RECORDS_ENV}={Path(output).resolve()} so accelerate() finds it without a scan")
+    return 0
+
+
+def sglang_gate(arguments: argparse.Namespace) -> int:
+    """`tokbackend sglang-gate`: the serving gate (`tokbackend.integrations._sglang_gate`)."""
+    from pathlib import Path
+
+    import tokbackend
+    from tokbackend.integrations import _sglang_gate as gate
+
+    missing = [module for module in ("jsonschema", "faker", "hypothesis") if importlib.util.find_spec(module) is None]
+    if missing:
+        print(f"tokbackend sglang-gate needs {', '.join(missing)}: pip install 'tokbackend[verify]'", file=sys.stderr)
+        return EXIT_MISSING_TOOLS
+    hf = tokbackend.load_hf(arguments.model_path)
+    added = [str(token) for token in hf.added_tokens_decoder.values()]
+
+    def count(text: str) -> int:
+        return len(hf.backend_tokenizer.encode(text).ids)
+
+    prompts = gate.probes(count, added, tuple(arguments.long))
+    common = [
+        "--model-path",
+        arguments.model_path,
+        "--port",
+        str(arguments.port),
+        *[a for a in arguments.server_args if a != "--"],
+    ]
+    url = f"http://127.0.0.1:{arguments.port}"
+    logs = Path(arguments.log_dir)
+    reference = gate.Server(
+        "without the flag",
+        arguments.reference_url or url,
+        None if arguments.reference_url else common,
+        logs / "server-reference.log",
+    )
+    candidate_arguments = None if arguments.candidate_url else [*common, "--tokenizer-backend", arguments.flag]
+    candidate = gate.Server(
+        f"--tokenizer-backend {arguments.flag}",
+        arguments.candidate_url or url,
+        candidate_arguments,
+        logs / "server-candidate.log",
+    )
+    from equivalence.corpus import prompt_of_tokens
+
+    timed = [prompt_of_tokens(count, 9_000 + index, max(arguments.long, default=32000)) for index in range(arguments.timed)]
+    exit_code, report = gate.run_gate(
+        reference, candidate, prompts, gate.chats(added), timeout=arguments.timeout, timed_prompts=timed
+    )
+    for server, lines in report.get("startup_lines", {}).items():
+        print(f"{server}: tokbackend start-up lines in {len(lines)} processes: {', '.join(process for process, _, _ in lines)}")
+    for server, seconds in report.get("first_token_seconds", {}).items():
+        if seconds:
+            median = sorted(seconds)[len(seconds) // 2]
+            print(f"{server}: time to first token of {len(seconds)} distinct long prompts: median {median * 1e3:.1f} ms")
+    verdict = {
+        0: "identical: the flag changes no answer",
+        1: "DIFFERENT: do not deploy",
+        3: "a JSON-schema answer does not conform",
+        6: "a server cannot serve",
+    }
+    answered = "; ".join(f"{server}: {counted(count, 'prompt')}" for server, count in report["prompts_answered"].items())
+    print(f"result: {verdict[exit_code]} (prompts answered, {answered}; exit {exit_code})")
+    if arguments.json:
+        Path(arguments.json).write_text(json.dumps({"exit_code": exit_code, **report}, indent=1, ensure_ascii=False))
+    return exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

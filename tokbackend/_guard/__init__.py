@@ -1,0 +1,236 @@
+"""Unicode divergence guard: text containing code points on which the backend and HuggingFace
+disagree goes to HuggingFace.
+
+HF tokenizers and a fast backend carry different Unicode tables: recently assigned letters,
+marks and composition pairs get other classes in the split regex or other normalization. Which
+code points diverge is never typed in by hand: two independent oracles (`derive`) scan every
+code point in contexts derived from the model's own pre-tokenizer and normalizer
+(`contexts`), and the union is recorded with the library versions it was derived on
+(`records`). A record whose versions differ from the installed ones is re-derived, by one
+process per machine at a time (or, with `unicode_guard="refuse"`, the fast path is turned off).
+
+Records are keyed by what decides them: the backend and the pipeline up to the model
+(`records.pipeline_fingerprint`), not the vocabulary. A replica with no record for its pipeline
+derives one in seconds (`derive.derive_fast`, which scans where engines can differ), within
+`DERIVATION_BUDGET` (`bound`: a derivation past it stops, writes nothing, and the backend is not
+exact for the tokenizer there); the full scan of every code point stays in `tokbackend verify`
+and `tokbackend guard --full`, unbounded.
+
+Modules: `contexts` (what to scan), `scan` (the scan engine), `boundaries` (the vocabulary-free
+oracle), `history` and `candidates` (where engines' Unicode tables can differ), `derive` (a
+record, fast or full), `bound` (what a derivation may spend where it serves), `records` (keys,
+lookup, versions, lock).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from tokbackend._guard.bound import DerivationBudget, DerivationOverBudget, GuardUnavailableError
+from tokbackend._guard.records import (
+    SHIPPED_RECORDS,
+    derivation_lock,
+    find_record,
+    installed_versions,
+    model_fingerprint,
+    record_key,
+    write_record,
+)
+from tokbackend._guard.scan import from_ranges
+from tokbackend._wording import counted
+
+logger = logging.getLogger("tokbackend")
+
+
+# Code points a derivation at accelerate() time scans; None: every one (the plan in
+# `tokbackend._guard.derive`). Tests narrow it to keep a derivation to seconds.
+DERIVATION_CODE_POINTS: list[int] | None = None
+
+# What a derivation at accelerate() time may spend (`tokbackend._guard.bound`), on every
+# pipeline and every changed tokenizer (see docs/guard-records.md for what they take).
+DERIVATION_BUDGET = DerivationBudget(seconds=10.0, megabytes=500)
+
+
+class UnicodeGuard:
+    """Answers, cheaply, whether a text contains any of the divergent code points.
+
+    ASCII text costs a flag test. A guard of a few code points (fastokens: one) searches for
+    each as a substring (~10 us per 100k characters); a larger one (gigatoken: ~4,800) costs one
+    UTF-32 view, a max and a table lookup (~150-250 us per 100k characters), and nothing more
+    when no character reaches the smallest divergent code point.
+    """
+
+    FEW = 8
+
+    def __init__(self, code_points: frozenset[int], record: dict | None = None) -> None:
+        self.code_points = code_points
+        self.record = record or {}
+        self._smallest = min(code_points) if code_points else 0x110000
+        self._few = tuple(chr(code_point) for code_point in sorted(code_points)) if len(code_points) <= self.FEW else None
+        self._table = None if self._few is not None else _lookup_table(code_points)
+
+    def needs_hf(self, text: str) -> bool:
+        if not self.code_points or text.isascii():
+            return False
+        if self._few is not None:
+            return any(character in text for character in self._few)
+        units = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+        if int(units.max()) < self._smallest:
+            return False
+        return bool(np.take(self._table, units, mode="clip").any())
+
+    def guarded(self, texts: list[str]) -> set[int]:
+        """The indexes of the texts HuggingFace must answer (`needs_hf`), asked of non-ASCII ones only."""
+        if not self.code_points:
+            return set()
+        needs_hf = self.needs_hf
+        return {index for index, text in enumerate(texts) if not text.isascii() and needs_hf(text)}
+
+    def by_class(self) -> dict[str, dict[str, int]]:
+        """{oracle: {family: code points}} from the record: which oracle found what."""
+        return {
+            oracle: {family: len(from_ranges(found)) for family, found in families.items()}
+            for oracle, families in self.record.get("found_by", {}).items()
+        }
+
+    def describe(self) -> str:
+        """'4859 code points (ids: contractions 4702, ...; boundaries: ...), record gigatoken-....json'."""
+        parts = []
+        for oracle, families in self.by_class().items():
+            found = from_ranges(pair for family in self.record["found_by"][oracle].values() for pair in family)
+            detail = ", ".join(f"{family} {count}" for family, count in families.items()) or "nothing"
+            parts.append(f"oracle {oracle} {len(found)} ({detail})")
+        return f"{counted(len(self.code_points), 'code point')}; " + "; ".join(parts) + f"; {self.source()}"
+
+    def source(self) -> str:
+        """Which record applies and why it matched: 'gigatoken-p….json (shipped; pipeline NFC +
+        Sequence[...]; tokenizers 0.23.3, gigatoken 0.10.0)', for the start-up line and verify."""
+        if not self.record.get("path"):
+            return "no record"
+        path = Path(self.record["path"])
+        where = "shipped" if path.parent == SHIPPED_RECORDS else str(path.parent)
+        matched = self.record.get("matched", "?")
+        what = self.record.get("pipeline_description", "")
+        if self.record.get("families"):
+            what = f"{self.record['families']} pipeline, {what}"
+        versions = self.record.get("matched_versions") or next(iter(self.record.get("applies_to", [])), {})
+        installed = ", ".join(f"{library} {value}" for library, value in versions.items())
+        return f"{path.name} ({where}; matched by {matched}{': ' + what if what else ''}; {installed})"
+
+
+@functools.lru_cache(maxsize=8)
+def _lookup_table(code_points: frozenset[int]) -> np.ndarray:
+    table = np.zeros(0x110000, dtype=np.bool_)
+    if code_points:
+        table[np.fromiter(code_points, dtype=np.int64)] = True
+    return table
+
+
+def guard_versions(backend_libraries: tuple[str, ...]) -> dict[str, str]:
+    """The versions a record depends on: HF tokenizers' and the backend's own libraries."""
+    return installed_versions(("tokenizers", *backend_libraries))
+
+
+def load_guard(
+    tokenizer_json: str,
+    backend_name: str,
+    backend_libraries: tuple[str, ...],
+    build_backend: Callable[[str], object],
+    mode: str,
+    cache_dir: Path,
+    served: tuple[Callable, Callable] | None = None,
+    refuses: Callable[[], str | None] | None = None,
+) -> UnicodeGuard:
+    """The guard for this tokenizer and backend family under `mode` ("derive", "refuse" or "off").
+
+    `build_backend(tokenizer_json)` makes a throw-away backend instance for a derivation;
+    `served`: the served tokenizer's and backend's encode, which its screen may use
+    (`FastDerivation`). Raises GuardUnavailableError where no guard can be had: `mode` "refuse"
+    without a record, `refuses()` saying why not, a derivation refused or past
+    `DERIVATION_BUDGET` (then nothing is written).
+    """
+    if mode == "off":
+        return UnicodeGuard(frozenset())
+    key = record_key(tokenizer_json, backend_name)
+    versions = guard_versions(backend_libraries)
+    record, stale = find_record(key, cache_dir, versions)
+    if record is not None:
+        return _guard_from(record)
+    why = "no guard record for this pipeline"
+    if stale is not None:
+        why = f"recorded for {stale.get('applies_to')}, installed {versions}"
+    if mode == "refuse":
+        raise GuardUnavailableError(
+            f"Unicode divergence guard for backend {backend_name!r}: {why}; run `tokbackend guard <model>` to derive it, "
+            'or pass unicode_guard="derive"'
+        )
+    refused = None if refuses is None else refuses()
+    if refused is not None:
+        raise GuardUnavailableError(f"Unicode divergence guard for backend {backend_name!r} not derived: {refused}")
+    from tokbackend._guard.derive import FastDerivation
+
+    def derivation() -> FastDerivation:
+        return FastDerivation(
+            tokenizer_json,
+            build_backend,
+            code_points=DERIVATION_CODE_POINTS,
+            served=served,
+            budget=DERIVATION_BUDGET,
+            backend_name=backend_name,
+            ascii_probed=refuses is not None,
+        )
+
+    return _derived(derivation, key, backend_name, versions, cache_dir, why)
+
+
+def _derived(derivation_for, key, backend_name: str, versions: dict[str, str], cache_dir: Path, why: str) -> UnicodeGuard:
+    """The record for `key`: another process's, if one derived it while this one waited for the
+    lock, else that of `derivation_for()` (a `FastDerivation`), written to the cache."""
+    with derivation_lock(cache_dir, key):
+        record, _ = find_record(key, cache_dir, versions)
+        if record is not None:
+            logger.info("using the guard record another process derived: %s", record["path"])
+            return _guard_from(record)
+        logger.warning("deriving the Unicode divergence guard for backend %s (%s); a one-time scan", backend_name, why)
+        with _stopped_logged():
+            record = derivation_for().record(backend_name, key, versions)
+        record = {**record, "path": str(write_record(record, cache_dir / "guards")), "matched": "derived here"}
+    logger.warning(
+        "guard derived in %.1f s: %s, saved to %s",
+        record["scan_seconds"],
+        counted(len(from_ranges(record["code_points"])), "code point"),
+        record["path"],
+    )
+    return _guard_from(record)
+
+
+@contextlib.contextmanager
+def _stopped_logged():
+    """A derivation refused or past its budget is logged (the caller serves without this backend)."""
+    try:
+        yield
+    except GuardUnavailableError as error:
+        logger.warning("%s", error)
+        raise
+
+
+def _guard_from(record: dict) -> UnicodeGuard:
+    return UnicodeGuard(from_ranges(record["code_points"]), record)
+
+
+__all__ = [
+    "DERIVATION_BUDGET",
+    "DerivationBudget",
+    "DerivationOverBudget",
+    "GuardUnavailableError",
+    "UnicodeGuard",
+    "guard_versions",
+    "load_guard",
+    "model_fingerprint",
+]

@@ -1,0 +1,122 @@
+"""The bound on a guard derivation where one is served: how long it may take and how much memory.
+
+A replica derives a guard where it first serves a pipeline without a record: `accelerate()`, the
+rebuild after a tokenizer changed, `tokbackend verify`'s changed tokenizers. What a derivation
+costs is set by how far the backend diverges: one right nearly everywhere is derived in about a
+second (`bench/guard_derivation.py`), one wrong nearly everywhere widens the scan to every code
+point (2,200 s for one changed tokenizer in one `tokbackend verify`, to find a-z divergent). So
+the scan checks a `DerivationMeter` between batches of code points, and a derivation past its
+`DerivationBudget` stops with `DerivationOverBudget` and writes no record: the backend is then
+not exact for this tokenizer (HuggingFace serves, or auto tries its next candidate), and
+`tokbackend guard MODEL --full` derives the record offline, with no bound (`UNBOUNDED`).
+
+Time is the lesser of the wall clock and the process's CPU time since the derivation started: a
+machine loaded by other work stretches the wall clock and not the CPU time, so it does not cut
+off a fair derivation; threads working side by side add CPU time faster than the wall clock. A
+backend blocked inside one call is not cut off (the meter is read between calls). Memory is the
+growth of the process's resident set over the lowest it has been since the derivation started (read
+after every batch): memory that other work in the process frees meanwhile (a dropped build, a
+garbage collection, another test's tokenizer) does not make room for the derivation to grow into.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import time
+from collections.abc import Callable
+
+from tokbackend.backends import _renewal as renewal
+
+MIB = 1 << 20
+
+# The clocks whose lesser elapsed time is a derivation's: the wall clock and the process's CPU
+# time. Tests put a hand clock here, so that no test waits on a wall-clock window.
+CLOCKS: tuple[Callable[[], float], ...] = (time.monotonic, time.process_time)
+
+
+class GuardUnavailableError(RuntimeError):
+    """No guard can be had for this backend and tokenizer: no record matches the installed
+    versions and deriving one is not allowed, was refused, or ran past its bound."""
+
+
+class DerivationOverBudget(GuardUnavailableError):
+    """A derivation stopped by its budget (`what` ran out: "time" or "memory"); it wrote no record."""
+
+    def __init__(self, message: str, what: str) -> None:
+        super().__init__(message)
+        self.what = what
+
+
+def resident_bytes() -> int:
+    """This process's resident set now (`renewal.resident_bytes`; where /proc is not there, its peak)."""
+    now = renewal.resident_bytes()
+    if now is not None:
+        return now
+    import resource
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak if sys.platform == "darwin" else peak * 1024
+
+
+@dataclasses.dataclass(frozen=True)
+class DerivationBudget:
+    """At most `seconds` (see the module docstring) and `megabytes` (MiB of resident-set growth)
+    for one derivation; None: no bound on that.
+
+    >>> DerivationBudget(seconds=10.0, megabytes=500).meter("a test").check("nothing scanned yet")
+    """
+
+    seconds: float | None = None
+    megabytes: float | None = None
+
+    def meter(self, what: str, spent_seconds: float = 0.0) -> DerivationMeter:
+        """A meter started now for the derivation `what` ("the gigatoken guard of NFC + ...");
+        `spent_seconds`: what an earlier part of the same derivation took."""
+        return DerivationMeter(self, what, spent_seconds)
+
+
+UNBOUNDED = DerivationBudget()
+
+
+class DerivationMeter:
+    """How much of its budget a derivation has spent; `check()` raises past it."""
+
+    def __init__(self, budget: DerivationBudget, what: str, spent_seconds: float = 0.0) -> None:
+        self.budget = budget
+        self.what = what
+        self._spent = spent_seconds
+        self._clocks = CLOCKS
+        self._started = tuple(clock() for clock in self._clocks)
+        # the lowest the resident set has been since the start: growth is counted from there
+        self._lowest_resident = resident_bytes() if budget.megabytes is not None else 0
+
+    def seconds(self) -> float:
+        """Seconds spent: the lesser of wall-clock and CPU time, with what earlier parts took."""
+        return self._spent + min(clock() - started for clock, started in zip(self._clocks, self._started))
+
+    def growth_mib(self) -> float:
+        """MiB the resident set has grown by over the lowest it has been since the meter started
+        (0 where memory is unbounded)."""
+        if self.budget.megabytes is None:
+            return 0.0
+        now = resident_bytes()
+        self._lowest_resident = min(self._lowest_resident, now)
+        return (now - self._lowest_resident) / MIB
+
+    def check(self, progress: str) -> None:
+        """Raise `DerivationOverBudget` where the derivation is past its budget; `progress`
+        says how far it got ("3 of 41 contexts, 7,017 code points")."""
+        budget = self.budget
+        if budget.seconds is not None and (spent := self.seconds()) > budget.seconds:
+            self._stop("time", f"{spent:.1f} s of its {budget.seconds:g} s, the lesser of wall-clock and CPU time", progress)
+        if budget.megabytes is not None and (grown := self.growth_mib()) > budget.megabytes:
+            self._stop("memory", f"{grown:.0f} MiB of resident memory of its {budget.megabytes:g} MiB", progress)
+
+    def _stop(self, what: str, spent: str, progress: str) -> None:
+        raise DerivationOverBudget(
+            f"{self.what}: derivation stopped over its bound ({spent}) at {progress}; no record written, so this "
+            "backend is not exact for this tokenizer here. `tokbackend guard <model> --full` derives the record "
+            "offline, with no bound (with `--output DIR`, serve with TOKBACKEND_GUARD_DIR=DIR)",
+            what,
+        )

@@ -1,0 +1,85 @@
+"""The code points a fast derivation scans: where two engines' Unicode tables or rules can differ.
+
+`candidate_runs(tokenizer_json)` gives runs of code points (first, last), each read alike by any
+one engine, from `tokbackend._guard.history`: the code points whose properties changed between
+Unicode versions (runs of one property history), and, one code point a run, those where the
+pipeline's rules can differ between engines: case relatives of the letters its split regex
+matches case-insensitively, whitespace and format characters, and (for a composing normalizer)
+the marks with a non-zero combining class. `sample()` is the safety net over everything else:
+every code point at a fixed stride, scanned in the screen contexts; a divergence there widens
+the scan to the run of code points around it that share its properties.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from tokbackend._guard.contexts import normalizer_types, split_patterns
+from tokbackend._guard.history import changed_runs, rule_sensitive
+from tokbackend._tokenizer_json import top_level_sections
+
+_CASE_INSENSITIVE = re.compile(r"\(\?i:([^)]*)\)")
+_COMPOSING = {"NFC", "NFKC", "NFD", "NFKD"}
+# Every this many code points of the rest is scanned in the screen contexts: of the planes that
+# hold assigned characters, and of the planes whose properties the stability policy fixes.
+SAMPLE_STRIDE = 61
+FIXED_PLANES_STRIDE = 4099
+
+
+def case_insensitive_letters(patterns: list[str]) -> set[str]:
+    """The ASCII letters inside the patterns' `(?i:...)` groups."""
+    groups = [group for pattern in patterns for group in _CASE_INSENSITIVE.findall(pattern)]
+    return {character.lower() for group in groups for character in group if character.isalpha() and character.isascii()}
+
+
+def candidate_runs(tokenizer_json: str | dict) -> list[tuple[int, int]]:
+    """Runs of code points to scan in every context (see the module docstring)."""
+    spec = top_level_sections(tokenizer_json) if isinstance(tokenizer_json, str) else tokenizer_json  # vocabulary unparsed
+    runs = list(changed_runs())
+    singles: set[int] = set(rule_sensitive("whitespace_like"))
+    for letter in sorted(case_insensitive_letters(split_patterns(spec))):
+        singles.update(rule_sensitive(f"case_relatives:{letter}"))
+    if normalizer_types(spec) & _COMPOSING:
+        singles.update(rule_sensitive("combining_marks"))
+    covered = {code_point for first, last in runs for code_point in range(first, last + 1)}
+    runs += [(code_point, code_point) for code_point in sorted(singles - covered)]
+    return sorted(runs)
+
+
+def representatives(run: tuple[int, int]) -> tuple[int, ...]:
+    """The first, middle and last code point of a run (fewer for a run that short)."""
+    first, last = run
+    return tuple(sorted({first, (first + last) // 2, last}))
+
+
+def sample(planes: tuple[int, ...], runs: list[tuple[int, int]], stride: int = SAMPLE_STRIDE) -> list[int]:
+    """Every `stride`-th code point of `planes` outside `runs` (surrogates left out)."""
+    covered = {code_point for first, last in runs for code_point in range(first, last + 1)}
+    return [
+        code_point
+        for plane in planes
+        for code_point in range(plane << 16, (plane + 1) << 16, stride)
+        if code_point not in covered and not 0xD800 <= code_point <= 0xDFFF
+    ]
+
+
+def run_around(code_point: int, limit: int = 4096) -> tuple[int, int]:
+    """The code points around `code_point` with its category, combining class and decomposition
+    type in this interpreter's tables (at most `limit` on each side): where a sampled code point
+    diverged, its neighbours of one kind are scanned too."""
+
+    def kind(point: int):
+        if 0xD800 <= point <= 0xDFFF or not 0 <= point < 0x110000:
+            return None
+        character = chr(point)
+        return unicodedata.category(character), unicodedata.combining(character), unicodedata.decomposition(character)[:1]
+
+    own = kind(code_point)
+    first = code_point
+    while first > code_point - limit and kind(first - 1) == own:
+        first -= 1
+    last = code_point
+    while last < code_point + limit and kind(last + 1) == own:
+        last += 1
+    return first, last

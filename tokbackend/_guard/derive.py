@@ -1,0 +1,346 @@
+"""Deriving a guard record: the fast derivation a fresh replica runs, and the full scan.
+
+Two oracles compare a backend with HuggingFace:
+
+- Oracle "boundaries": the boundary-revealing vocabulary (`tokbackend._guard.boundaries`) over
+  the model's normalizer and pre-tokenizer, in every context: it sees every boundary and
+  normalization difference, whatever the model's merges are. It applies to byte-level BPE
+  pipelines, and what it finds depends on the pipeline alone: its record is the pipeline's.
+- Oracle "ids": the model's own vocabulary. The only oracle where the boundaries one does not
+  apply (SentencePiece-style and WordPiece models: which characters the vocabulary lacks decides
+  what falls back to bytes or unk), so its record is the model's.
+
+`derive_fast` (seconds; what `accelerate()` runs on a fresh machine) scans, in every context,
+only where two engines can read a code point differently (`tokbackend._guard.candidates`): a
+representative of each run of code points whose Unicode properties changed between versions,
+each code point where engines' rules can differ (case relatives of the pattern's
+case-insensitive letters, whitespace and format characters, combining marks), and the whole run
+of any representative that diverges; a sample of everything else, at a fixed stride, goes
+through the screen contexts as a safety net. `derive_record` (minutes; `tokbackend guard
+--full`, and the slow tests that show both find the same code points) runs both oracles over
+every code point: planes 0-3 and 14 (every plane that holds assigned characters in any Unicode
+version to date) in every context; planes 4-13 (no assigned character) and 15-16 (private use
+only), whose properties the Unicode stability policy fixes, through two screen contexts, and in
+full where the screen finds anything.
+
+Derivation uses its own backend instances without a cache budget, so its encodes never count
+toward (or trigger) the serving backend's cache renewals; they are freed when it returns. The
+one exception is the screen with the ids oracle at accelerate() time (`FastDerivation`'s
+`served`): it runs before anything is served, on the served tokenizer and backend themselves,
+rather than building a second instance of each on the start-up path.
+
+Both derivations first compare the backend with HuggingFace on the 128 ASCII code points in every
+context (`refuse_if_wrong_on_ascii`, milliseconds): a backend wrong on a text of ASCII alone is
+wrong where no guard can send the text to HuggingFace, and a derivation for it would find nearly
+every code point divergent and scan them all. The fast derivation is bounded where it runs at
+serving time (`tokbackend._guard.bound`: its `budget`, checked between scan batches); the full one,
+offline, is not.
+"""
+
+from __future__ import annotations
+
+import datetime
+import time
+from collections.abc import Callable
+
+from tokbackend._guard.bound import UNBOUNDED, DerivationBudget, DerivationMeter, GuardUnavailableError
+from tokbackend._guard.boundaries import boundary_tokenizer_json
+from tokbackend._guard.candidates import FIXED_PLANES_STRIDE, candidate_runs, representatives, run_around, sample
+from tokbackend._guard.contexts import ScanContext, derive_contexts
+from tokbackend._guard.records import RECORD_FORMAT, RecordKey, describe_pipeline
+from tokbackend._guard.scan import ScanReport, plane_code_points, ranges, scan
+from tokbackend.backends._base import BatchEncoder
+
+FULL_PLANES = (0, 1, 2, 3, 14)
+SCREENED_PLANES = (4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15, 16)
+SCREEN_CONTEXTS = (ScanContext("a{0}'s {0}1", "screen"), ScanContext(" {0}{0}\u0301 \u0345{0}\u0334", "screen"))
+
+BackendBuilder = Callable[[str], object]  # tokenizer.json -> an object with encode_batch
+ASCII = tuple(range(0x80))
+
+
+def _hf_encoder(tokenizer_json: str):
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_str(tokenizer_json)
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
+
+    def encode_batch(texts: list[str]) -> list[list[int]]:
+        # no offsets: the same ids, a third sooner
+        return [encoding.ids for encoding in tokenizer.encode_batch_fast(texts, add_special_tokens=False)]
+
+    return encode_batch
+
+
+def core_contexts(contexts: list[ScanContext], per_family: int = 2) -> list[ScanContext]:
+    """The first `per_family` contexts of each family."""
+    taken: dict[str, int] = {}
+    core = []
+    for context in contexts:
+        if taken.get(context.family, 0) < per_family:
+            taken[context.family] = taken.get(context.family, 0) + 1
+            core.append(context)
+    return core
+
+
+def refuse_if_wrong_on_ascii(
+    encoders: tuple[BatchEncoder, BatchEncoder],
+    contexts: list[ScanContext],
+    what: str,
+    meter: DerivationMeter | None = None,
+) -> None:
+    """Raise GuardUnavailableError at the first text of ASCII alone (an ASCII code point in a
+    context of ASCII neighbours) on which the backend (`encoders`: HuggingFace's, the backend's)
+    differs from HuggingFace: no guard sends such a text to HuggingFace (`UnicodeGuard.needs_hf`),
+    so no guard makes the backend exact (see the module docstring). `what`: the derivation, for
+    the message."""
+    reference, candidate = encoders
+    ascii_contexts = [context for context in contexts if context.template.isascii()]
+    for context in ascii_contexts:
+        found = scan(reference, {"backend": candidate}, [context], list(ASCII), meter=meter)["backend"].divergent[context]
+        if found:
+            raise GuardUnavailableError(
+                f"{what}: not derived: the backend differs from HuggingFace on {_ascii_example(encoders, context, found[0])}, "
+                "which no guard sends to HuggingFace; no record written"
+            )
+
+
+def _ascii_example(encoders: tuple[BatchEncoder, BatchEncoder], context: ScanContext, code_point: int) -> str:
+    """'the ASCII text 'a's' (backend [...], HF [...])': the code point in its context, alone or
+    between the line breaks of the scan's strings (`scan._culprits` found it in one of them)."""
+    reference, candidate = encoders
+    text = context.format(chr(code_point))
+    for framed in (text, f"\n{text}\n"):
+        expected, actual = reference([framed])[0], candidate([framed])[0]
+        if expected != actual:
+            return f"the ASCII text {framed!r} (backend {actual[:12]}, HF {expected[:12]})"
+    return f"ASCII text: U+{code_point:04X} in the context {context.template!r} among the scan's other code points"
+
+
+def code_points_to_scan(reference: Callable, candidates: dict[str, Callable]) -> list[int]:
+    """The planes every scan covers: the full planes, plus any screened plane in which the
+    screen contexts show a difference between `reference` and any of `candidates`."""
+    screened = scan(reference, candidates, SCREEN_CONTEXTS, plane_code_points(SCREENED_PLANES))
+    flagged = {code_point >> 16 for report in screened.values() for code_point in report.all_divergent}
+    return plane_code_points(set(FULL_PLANES) | flagged)
+
+
+def run_oracles(
+    tokenizer_json: str,
+    build_backend: BackendBuilder,
+    contexts: list[ScanContext] | None = None,
+    code_points: list[int] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, ScanReport]:
+    """{"ids": report, "boundaries": report (absent when that oracle does not apply)}.
+
+    code_points: scan exactly these in every context, no screen (default: the plan above).
+    """
+    contexts = derive_contexts(tokenizer_json) if contexts is None else contexts
+    encoders = {"ids": (_hf_encoder(tokenizer_json), build_backend(tokenizer_json).encode_batch)}
+    boundary_json = boundary_tokenizer_json(tokenizer_json)
+    if boundary_json is not None:
+        encoders["boundaries"] = (_hf_encoder(boundary_json), build_backend(boundary_json).encode_batch)
+    contexts_of = {"ids": core_contexts(contexts), "boundaries": contexts}
+    for oracle, pair in encoders.items():
+        refuse_if_wrong_on_ascii(pair, contexts_of[oracle], f"the full derivation (oracle {oracle})")
+    reports: dict[str, ScanReport] = {}
+    for oracle, (reference, candidate) in encoders.items():
+        scanned = code_points if code_points is not None else code_points_to_scan(reference, {oracle: candidate})
+        reports[oracle] = scan(
+            reference,
+            {oracle: candidate},
+            contexts_of[oracle],
+            scanned,
+            progress=None if progress is None else lambda context, oracle=oracle: progress(f"{oracle}: {context.template!r}"),
+        )[oracle]
+    return reports
+
+
+def derive_record(
+    tokenizer_json: str,
+    backend_name: str,
+    build_backend: BackendBuilder,
+    key: RecordKey,
+    versions: dict[str, str],
+    contexts: list[ScanContext] | None = None,
+    code_points: list[int] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> dict:
+    """The full scan: both oracles over every code point (see the module docstring)."""
+    contexts = contexts or derive_contexts(tokenizer_json)
+    started = time.perf_counter()
+    reports = run_oracles(tokenizer_json, build_backend, contexts, code_points, progress)
+    scanned = max(report.scanned for report in reports.values())
+    return _record(tokenizer_json, backend_name, key, versions, contexts, reports, "full", scanned, started)
+
+
+def derive_fast(
+    tokenizer_json: str,
+    backend_name: str,
+    build_backend: BackendBuilder,
+    key: RecordKey,
+    versions: dict[str, str],
+    code_points: list[int] | None = None,
+    progress: Callable[[str], None] | None = None,
+    budget: DerivationBudget = UNBOUNDED,
+) -> dict:
+    """The fast derivation (see the module docstring). `code_points`: scan exactly these in every
+    context instead (tests narrow a derivation so). `budget`: its bound (`tokbackend._guard.bound`;
+    raises DerivationOverBudget past it); none by default, as offline."""
+    derivation = FastDerivation(tokenizer_json, build_backend, code_points, progress, budget=budget, backend_name=backend_name)
+    return derivation.record(backend_name, key, versions)
+
+
+class FastDerivation:
+    """`derive_fast` in two steps. Building it runs the cheap part: the oracle's encoders, the
+    comparison on ASCII (`refuse_if_wrong_on_ascii`) and the safety-net screen of the sample (a
+    fraction of a second); `record()` then scans every candidate run, and the run around each
+    code point the screen found, in every context. Both steps together keep to `budget` (the
+    time between them not counted); either raises GuardUnavailableError (DerivationOverBudget
+    past the budget), having written nothing."""
+
+    def __init__(
+        self,
+        tokenizer_json: str,
+        build_backend: BackendBuilder,
+        code_points: list[int] | None = None,
+        progress: Callable[[str], None] | None = None,
+        served: tuple[BatchEncoder, BatchEncoder] | None = None,
+        budget: DerivationBudget = UNBOUNDED,
+        backend_name: str = "backend",
+        ascii_probed: bool = False,
+    ) -> None:
+        """served: (HuggingFace's, the backend's) encode of this very tokenizer, for the screen
+        where the oracle is "ids" (the same tokenizer.json, so the same ids): it then builds
+        no instance of its own before `record()`, which builds them (its encodes must not count
+        toward the served backend's renewals).
+        `backend_name`: for messages. `ascii_probed`: the caller has refused a backend wrong on
+        ASCII already (the boot probe's ASCII texts, `load_guard(refuses=...)`), so the screen
+        skips its own comparison (60 ms of a 32k-piece SentencePiece-style start-up on 2
+        cores); `record()` makes it in every case, before its scan."""
+        self._started = time.perf_counter()
+        self._budget = budget
+        self._what = f"the {backend_name} guard for {describe_pipeline(tokenizer_json)}"
+        meter = budget.meter(self._what)
+        self._tokenizer_json = tokenizer_json
+        self._progress = progress
+        spec_json = boundary_tokenizer_json(tokenizer_json)
+        self._oracle = "ids" if spec_json is None else "boundaries"
+        self._oracle_json = tokenizer_json if spec_json is None else spec_json
+        self._build_backend = build_backend
+        self._encoders: tuple[BatchEncoder, BatchEncoder] | None = None
+        self._contexts = derive_contexts(tokenizer_json)
+        self._code_points = code_points
+        if code_points is None:
+            self._runs = candidate_runs(tokenizer_json)
+            self._samples = sample(FULL_PLANES, self._runs) + sample(SCREENED_PLANES, self._runs, FIXED_PLANES_STRIDE)
+            screen = served if served is not None and self._oracle == "ids" else None
+            if not ascii_probed:
+                refuse_if_wrong_on_ascii(screen or self._own_encoders(), self._contexts, self._what, meter)
+            screened = self._scanned(self._samples, meter, SCREEN_CONTEXTS, screen)
+            # the runs around what the screen found (each up to 8,193 code points, read one by one)
+            self._widened = []
+            for point in screened.all_divergent:
+                self._widened.append(run_around(point))
+                meter.check(
+                    f"the runs around {len(self._widened)} of the {len(screened.all_divergent)} code points the screen found"
+                )
+        self._spent = meter.seconds()
+
+    def _own_encoders(self) -> tuple[BatchEncoder, BatchEncoder]:
+        if self._encoders is None:
+            self._encoders = (_hf_encoder(self._oracle_json), self._build_backend(self._oracle_json).encode_batch)
+        return self._encoders
+
+    def _scanned(
+        self,
+        points: list[int],
+        meter: DerivationMeter,
+        over: list[ScanContext] | tuple[ScanContext, ...] | None = None,
+        encoders: tuple[BatchEncoder, BatchEncoder] | None = None,
+    ) -> ScanReport:
+        over = self._contexts if over is None else over
+        reference, candidate = encoders or self._own_encoders()
+        if self._progress is not None:
+            self._progress(f"{self._oracle}: {len(points)} code points x {len(over)} contexts")
+        return scan(reference, {self._oracle: candidate}, over, points, meter=meter)[self._oracle]
+
+    def record(self, backend_name: str, key: RecordKey, versions: dict[str, str]) -> dict:
+        """The record of the fast derivation (see the module docstring)."""
+        meter = self._budget.meter(self._what, self._spent)
+        if self._code_points is not None:
+            refuse_if_wrong_on_ascii(self._own_encoders(), self._contexts, self._what, meter)
+            merged = self._scanned(self._code_points, meter)
+        else:
+            runs = self._runs
+            chosen = sorted({point for run in runs for point in representatives(run)})
+            merged, widen = _spread_over_runs(self._scanned(chosen, meter), runs)
+            widen += self._widened
+            rest = sorted({point for low, high in widen for point in range(low, high + 1)} - set(chosen))
+            if rest:
+                for context, found in self._scanned(rest, meter).divergent.items():
+                    merged.divergent[context] = sorted({*merged.divergent.get(context, ()), *found})
+            merged.scanned = len(chosen) + len(self._samples) + len(rest)
+        return _record(
+            self._tokenizer_json,
+            backend_name,
+            key,
+            versions,
+            self._contexts,
+            {self._oracle: merged},
+            "fast",
+            merged.scanned,
+            self._started,
+        )
+
+
+def _spread_over_runs(report: ScanReport, runs: list[tuple[int, int]]) -> tuple[ScanReport, list[tuple[int, int]]]:
+    """What the representatives' scan says of every code point: a run whose representatives
+    all diverge in the same contexts diverges there whole, one where none diverges nowhere
+    (every engine reads a run alike, see `tokbackend._guard.history`); a run whose
+    representatives disagree is returned to be scanned whole."""
+    contexts_of: dict[int, frozenset] = {}
+    for context, found in report.divergent.items():
+        for point in found:
+            contexts_of[point] = contexts_of.get(point, frozenset()) | {context}
+    spread = ScanReport({context: list(found) for context, found in report.divergent.items()}, report.scanned, report.seconds)
+    mixed = []
+    for run in runs:
+        seen = {contexts_of.get(point, frozenset()) for point in representatives(run)}
+        if len(seen) > 1:
+            mixed.append(run)
+        elif seen != {frozenset()} and run[0] != run[1]:
+            for context in next(iter(seen)):
+                spread.divergent[context] = sorted({*spread.divergent[context], *range(run[0], run[1] + 1)})
+    return spread, mixed
+
+
+def _record(tokenizer_json, backend_name, key, versions, contexts, reports, derivation, scanned, started) -> dict:
+    union = sorted({code_point for report in reports.values() for code_point in report.all_divergent})
+    # The record is the pipeline's when the vocabulary-free oracle ran and the model's own
+    # vocabulary showed nothing more; otherwise it holds what this vocabulary does.
+    boundaries = set(reports["boundaries"].all_divergent) if "boundaries" in reports else None
+    model_scope = boundaries is None or not set(union) <= boundaries
+    return {
+        "format": RECORD_FORMAT,
+        "backend": backend_name,
+        "scope": "model" if model_scope else "pipeline",
+        "pipeline": key.pipeline,
+        "pipeline_description": describe_pipeline(tokenizer_json),
+        "model_fingerprint": key.model if model_scope else None,
+        # the ids oracle encodes with the model's vocabulary and its added tokens: keyed by both
+        **({"vocabulary_fingerprint": key.vocabulary} if model_scope else {}),
+        "applies_to": [versions],
+        "derivation": derivation,
+        "derived_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "scan_seconds": round(time.perf_counter() - started, 1),
+        "code_points_scanned": scanned,
+        "contexts": [[context.template, context.family] for context in contexts],
+        "code_points": [list(pair) for pair in ranges(union)],
+        "found_by": {
+            oracle: {family: [list(pair) for pair in ranges(found)] for family, found in report.by_family().items()}
+            for oracle, report in reports.items()
+        },
+    }

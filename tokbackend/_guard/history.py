@@ -1,0 +1,136 @@
+"""Which code points' Unicode properties differ between the Unicode versions engines ship.
+
+Two engines can read a code point differently only where their Unicode tables differ, or where
+their rules differ for it (case folding, what `\\s` means). Tables differ where the Unicode
+Character Database changed: a code point assigned in a later version, a category or combining
+class or decomposition changed. `unicode_history.json`, generated from the UCD of every version
+from 14.0 (the oldest any engine here uses: Oniguruma 6.9.8 in HF tokenizers, PCRE2, Rust's
+standard library, ICU4X) to the newest, lists those code points as runs: maximal ranges of
+consecutive code points with the same property history and the same UTF-8 length, which every
+engine that uses one of those versions reads alike. It also lists the code points where engines'
+rules can differ: case relatives of the ASCII letters (`ſ` folds to `s`, `K` (Kelvin) to `k`),
+whitespace, format and control characters, and marks with a non-zero combining class.
+
+Regenerate with the UCD packages of each version installed side by side (`pip install --target
+DIR/unicodedata2-X unicodedata2==X`), the newest last:
+
+    python -m tokbackend._guard.history DIR/unicodedata2-15.0.0 ... DIR/unicodedata2-18.0.0
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import subprocess
+import sys
+import unicodedata
+
+from tokbackend._package_data import package_path, read_text
+
+_HANGUL_SYLLABLES = range(0xAC00, 0xD7A4)  # decomposed by algorithm; some tables list it, others not
+_DUMP = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import unicodedata2 as u
+props = [None if 0xD800 <= cp <= 0xDFFF else (u.category(chr(cp)), u.combining(chr(cp)), u.decomposition(chr(cp)))
+         for cp in range(0x110000)]
+print(json.dumps({"version": u.unidata_version, "props": props}))
+"""
+
+
+@functools.cache
+def history() -> dict:
+    """The shipped table (see the module docstring)."""
+    return json.loads(read_text("tokbackend._guard", "unicode_history.json"))
+
+
+def changed_runs() -> list[tuple[int, int]]:
+    """Runs (first, last) of code points whose properties changed between the versions."""
+    return [tuple(run) for run in history()["changed_runs"]]
+
+
+def rule_sensitive(name: str) -> list[int]:
+    """Code points where engines' rules can differ: "whitespace_like", "combining_marks", or
+    "case_relatives:<letter>" (code points whose case mappings or folding involve <letter>)."""
+    table = history()
+    if name.startswith("case_relatives:"):
+        return table["case_relatives"].get(name.partition(":")[2], [])
+    return [code_point for first, last in table[name] for code_point in range(first, last + 1)]
+
+
+def _properties_of(installation: str | None) -> dict:
+    if installation is None:  # this interpreter's own tables
+        props = [
+            None
+            if 0xD800 <= cp <= 0xDFFF
+            else (unicodedata.category(chr(cp)), unicodedata.combining(chr(cp)), unicodedata.decomposition(chr(cp)))
+            for cp in range(0x110000)
+        ]
+        return {"version": unicodedata.unidata_version, "props": props}
+    output = subprocess.run([sys.executable, "-c", _DUMP, installation], capture_output=True, text=True, check=True).stdout
+    return json.loads(output)
+
+
+def _ranges(code_points) -> list[list[int]]:
+    merged: list[list[int]] = []
+    for code_point in sorted(set(code_points)):
+        if merged and merged[-1][1] == code_point - 1:
+            merged[-1][1] = code_point
+        else:
+            merged.append([code_point, code_point])
+    return merged
+
+
+def build(installations: list[str]) -> dict:
+    """The table from this interpreter's UCD and the `unicodedata2` installations given."""
+    tables = [_properties_of(None), *(_properties_of(path) for path in installations)]
+    runs: list[list[int]] = []
+    previous = None
+    for code_point in range(0x110000):
+        if tables[0]["props"][code_point] is None:
+            previous = None
+            continue
+        values = [tuple(table["props"][code_point]) for table in tables]
+        if code_point in _HANGUL_SYLLABLES:
+            values = [value[:2] for value in values]
+        if len(set(values)) == 1:
+            previous = None
+            continue
+        key = (tuple(values), len(chr(code_point).encode("utf-8")))
+        if key == previous and runs[-1][1] == code_point - 1:
+            runs[-1][1] = code_point
+        else:
+            runs.append([code_point, code_point])
+            previous = key
+    newest = tables[-1]["props"]
+    whitespace = [
+        cp for cp in range(0x110000) if newest[cp] and (newest[cp][0] in ("Zs", "Zl", "Zp", "Cc", "Cf") or chr(cp).isspace())
+    ]
+    marks = [cp for cp in range(0x110000) if newest[cp] and newest[cp][1]]
+    relatives: dict[str, list[int]] = {letter: [] for letter in "abcdefghijklmnopqrstuvwxyz"}
+    for cp in range(0x80, 0x110000):
+        if newest[cp] is None:
+            continue
+        character = chr(cp)
+        mapped = (character.lower() + character.upper() + character.casefold()).lower()
+        for letter in set(mapped) & relatives.keys():
+            relatives[letter].append(cp)
+    return {
+        "versions": [table["version"] for table in tables],
+        "changed_runs": runs,
+        "whitespace_like": _ranges(whitespace),
+        "combining_marks": _ranges(marks),
+        "case_relatives": relatives,
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    table = build(list(argv if argv is not None else sys.argv[1:]))
+    path = package_path("tokbackend._guard", "unicode_history.json")
+    path.write_text(json.dumps(table, separators=(",", ":")), encoding="utf-8")
+    changed = sum(last - first + 1 for first, last in table["changed_runs"])
+    print(f"Unicode {', '.join(table['versions'])}: {len(table['changed_runs'])} runs, {changed} code points -> {path}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,71 @@
+"""Guard records derived ahead of time (`tokbackend guard`), to bake into an image.
+
+Offline, so unbounded (`tokbackend._guard.bound.UNBOUNDED`), where `accelerate()`'s derivation is
+bounded: the fast derivation by default, the full scan of every code point with `full`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+
+from tokbackend._guard import UnicodeGuard, guard_versions
+from tokbackend._guard.bound import UNBOUNDED, GuardUnavailableError
+from tokbackend._guard.derive import derive_fast, derive_record
+from tokbackend._guard.records import record_key, write_record
+from tokbackend._guard.scan import from_ranges
+from tokbackend.backends import backend_class
+from tokbackend.backends._base import BackendUnavailableError
+
+
+@dataclasses.dataclass(frozen=True)
+class Derived:
+    """What deriving one backend's record gave: the record, the guard it makes and where it was
+    written; or why there is none (`problem`); neither where the backend needs no guard."""
+
+    backend: str
+    record: dict | None = None
+    guard: UnicodeGuard | None = None
+    path: Path | None = None
+    problem: str | None = None  # "cannot serve this model (...)", "not exact for this model (...)"
+
+
+def derive_records(
+    tokenizer_json: str,
+    backends: Iterable[str],
+    directory: Path,
+    full: bool = False,
+    progress: Callable[[str, str], None] | None = None,
+) -> Iterator[Derived]:
+    """Derive, write under `directory` and yield one record per named backend (`Derived`).
+    `progress(backend, step)` is told each step of a derivation.
+
+    >>> for derived in derive_records(tokenizer_json, ["gigatoken"], Path("baked")):  # doctest: +SKIP
+    ...     print(derived.backend, derived.problem or derived.path)
+    """
+    derive = derive_record if full else functools.partial(derive_fast, budget=UNBOUNDED)
+    for name in backends:
+        kind = backend_class(name)
+        if not kind.needs_unicode_guard:
+            yield Derived(name)
+            continue
+        try:
+            record = derive(
+                tokenizer_json,
+                kind.guard_family,
+                lambda text, kind=kind: kind(text, kind.options_for_scanning()),
+                record_key(tokenizer_json, kind.guard_family),
+                guard_versions(tuple(kind.versioned_libraries)),
+                progress=None if progress is None else functools.partial(progress, name),
+            )
+        except BackendUnavailableError as error:
+            yield Derived(name, problem=f"cannot serve this model ({error}); no record")
+            continue
+        except GuardUnavailableError as error:  # wrong on ASCII text: no guard can make it exact
+            yield Derived(name, problem=f"not exact for this model ({error})")
+            continue
+        path = write_record(record, directory)
+        guard = UnicodeGuard(from_ranges(record["code_points"]), {**record, "path": str(path), "matched": "derived here"})
+        yield Derived(name, record=record, guard=guard, path=path)

@@ -1,0 +1,277 @@
+"""Guard records on disk: what they are keyed by, where they are looked up, what they are valid
+for, and the cross-process lock that makes one process per machine derive a missing one.
+
+A record is keyed by everything its content depends on. A pipeline record (scope "pipeline"),
+by the backend's guard family and the pipeline up to the model (normalizer, pre-tokenizer, and
+the model settings the boundary oracle keeps: type and dropout, and a subword prefix or suffix
+where one is set; not its vocabulary, merges or added tokens), `pipeline_fingerprint`: for
+byte-level BPE pipelines the derivation's oracle uses a vocabulary of its own
+(`tokbackend._guard.boundaries`) and nothing else of the model, and derivations with the models'
+real vocabularies find the same code points (`tests/test_guard.py`). Where that oracle does not
+apply (SentencePiece-style and WordPiece models, whose vocabularies decide which characters fall
+back to bytes or unk), or the model's own vocabulary found more, the record is the model's
+(scope "model"): its derivation encoded with the vocabulary, merges and added tokens, so it is
+keyed by the pipeline, `model_fingerprint` and `vocabulary_fingerprint` (the model with its added
+tokens): a tokenizer changed by an added token never reuses the record of the one before.
+Each record lists every set of library versions it was derived on (`applies_to`).
+
+Lookup order: a baked directory ($TOKBACKEND_GUARD_DIR, written by `tokbackend guard MODEL
+--output DIR`), the records shipped in the package, the cache; in each, a record for the
+pipeline, then one for the model, then a record of the earlier format keyed by the whole model
+(format 2: they keep working until re-derived).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import hashlib
+import json
+import os
+import re
+from collections.abc import Iterator
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+from tokbackend._cache_dir import read_json_object
+from tokbackend._package_data import package_path
+from tokbackend._tokenizer_json import does_nothing, model_head, model_settings, top_level_sections
+
+SHIPPED_RECORDS = package_path("tokbackend._guard", "shipped")
+BAKED_RECORDS_ENV = "TOKBACKEND_GUARD_DIR"
+# Bumped whenever the derivation changes what it finds, so older records are re-derived.
+RECORD_FORMAT = 3
+LEGACY_FORMAT = 2  # keyed by backend and model fingerprint; still read
+# The model fields (before its vocabulary) that a pipeline record depends on.
+_PIPELINE_MODEL_FIELDS = re.compile(r'"(type|dropout)":\s*("[^"]*"|[-0-9.eE]+|null|true|false)')
+# ... and those the boundary oracle keeps too, which change its ids where set (keyed only then,
+# so the keys of every record derived without them stay as they were).
+_SUBWORD_AFFIXES = ("continuing_subword_prefix", "end_of_word_suffix")
+
+
+def installed_versions(libraries: tuple[str, ...]) -> dict[str, str]:
+    """The installed versions of `libraries` (a backend's and HF tokenizers')."""
+    return {library: _installed_version(library) for library in libraries}
+
+
+@functools.cache
+def _installed_version(library: str) -> str:
+    # read once per process (a few ms each from the installed metadata): a library replaced
+    # under a running process is not the one it imported either
+    try:
+        return version(library)
+    except PackageNotFoundError:
+        return "not installed"
+
+
+def model_fingerprint(tokenizer_json: str) -> str:
+    """Hash of what decides Unicode handling: normalizer, pre-tokenizer and model (vocab,
+    merges). Added tokens are left out, so adding tokens does not force a re-derivation.
+
+    Parsing a 248k-token vocabulary takes seconds, so only the small sections are parsed; the
+    model section, which HF's serializer writes last, is hashed as text (~30 ms in all).
+    """
+    sections = top_level_sections(tokenizer_json)
+    digest = hashlib.sha256()
+    for part in ("normalizer", "pre_tokenizer"):
+        digest.update(json.dumps(sections.get(part), sort_keys=True, ensure_ascii=False).encode("utf-8"))
+        digest.update(b"\0")
+    model = sections.get("model")
+    if not isinstance(model, str):  # a file laid out otherwise: its model as HF would write it
+        model = json.dumps(model, separators=(",", ":"), ensure_ascii=False)
+    digest.update(model.encode("utf-8"))
+    return digest.hexdigest()
+
+
+def vocabulary_fingerprint(tokenizer_json: str) -> str:
+    """Hash of what a derivation with the model's own vocabulary (the ids oracle) depends on
+    beyond the pipeline: `model_fingerprint` and the added tokens (which split text before the
+    model sees it)."""
+    sections = top_level_sections(tokenizer_json)
+    digest = hashlib.sha256(model_fingerprint(tokenizer_json).encode("ascii"))
+    digest.update(json.dumps(sections.get("added_tokens"), sort_keys=True, ensure_ascii=False).encode("utf-8"))
+    return digest.hexdigest()
+
+
+def pipeline_fingerprint(tokenizer_json: str) -> str:
+    """Hash of the pipeline up to the model: normalizer, pre-tokenizer, model type and dropout,
+    and a subword prefix or suffix where set, in a canonical form (`_canonical`). Parses only the
+    small sections (~1 ms for a 248k-token vocabulary)."""
+    sections = top_level_sections(tokenizer_json)
+    digest = hashlib.sha256()
+    for part in ("normalizer", "pre_tokenizer"):
+        digest.update(json.dumps(_canonical(sections.get(part)), sort_keys=True, ensure_ascii=False).encode("utf-8"))
+        digest.update(b"\0")
+    head = model_head(sections).split('"vocab"', 1)[0]
+    fields = _PIPELINE_MODEL_FIELDS.findall(head)
+    settings = model_settings(sections)
+    fields += [(name, json.dumps(settings[name])) for name in _SUBWORD_AFFIXES if settings.get(name)]
+    digest.update(json.dumps(sorted(fields)).encode("utf-8"))
+    return digest.hexdigest()
+
+
+# Fields that change offsets only, never ids: two files that differ in them share a record
+# (Qwen's published tokenizer.json has ByteLevel trim_offsets false, a converted one true).
+_OFFSETS_ONLY = frozenset({"trim_offsets"})
+
+
+def _canonical(node):
+    """A normalizer or pre-tokenizer with what cannot change ids left out: offset-only fields,
+    and an empty Sequence (which does nothing) as none at all."""
+    if isinstance(node, list):
+        return [_canonical(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    if does_nothing(node):
+        return None
+    return {key: _canonical(value) for key, value in node.items() if key not in _OFFSETS_ONLY}
+
+
+def describe_pipeline(tokenizer_json: str) -> str:
+    """'NFC + Sequence[Split(regex 3f1a9c..), ByteLevel]': the pipeline a record matched, for logs."""
+    sections = top_level_sections(tokenizer_json)
+
+    def name(node) -> str:
+        if node is None:
+            return "none"
+        kind = node.get("type", "?")
+        children = node.get("normalizers") or node.get("pretokenizers")
+        if children is not None:
+            return f"{kind}[{', '.join(name(child) for child in children)}]"
+        pattern = (node.get("pattern") or {}).get("Regex")
+        if pattern is not None:
+            return f"{kind}(regex {hashlib.sha256(pattern.encode('utf-8')).hexdigest()[:6]})"
+        return kind
+
+    return f"{name(sections.get('normalizer'))} + {name(sections.get('pre_tokenizer'))}"
+
+
+@dataclasses.dataclass(frozen=True)
+class RecordKey:
+    """What a guard record is looked up by (see the module docstring)."""
+
+    family: str  # the backend's guard family
+    pipeline: str
+    tokenizer_json: str = dataclasses.field(repr=False, compare=False)
+
+    @functools.cached_property
+    def model(self) -> str:
+        """The model fingerprint, read only when a model-scope or earlier-format record is looked for."""
+        return model_fingerprint(self.tokenizer_json)
+
+    @functools.cached_property
+    def vocabulary(self) -> str:
+        """The vocabulary fingerprint (the model with its added tokens), read as `model` is."""
+        return vocabulary_fingerprint(self.tokenizer_json)
+
+    @property
+    def lock_name(self) -> str:
+        return f"{self.family}-p{self.pipeline[:16]}"
+
+
+def record_key(tokenizer_json: str, family: str) -> RecordKey:
+    return RecordKey(family, pipeline_fingerprint(tokenizer_json), tokenizer_json)
+
+
+def _result_digest(record: dict) -> str:
+    """What a derivation found (and how), independent of when and on which versions."""
+    keys = ("backend", "scope", "pipeline", "model_fingerprint", "vocabulary_fingerprint", "contexts", "code_points", "found_by")
+    found = {key: record.get(key) for key in keys}
+    return hashlib.sha256(json.dumps(found, sort_keys=True).encode("utf-8")).hexdigest()[:8]
+
+
+def _file_prefix(record: dict) -> str:
+    """The file name's start: family, pipeline, and the model and vocabulary where the record is the model's."""
+    prefix = f"{record['backend']}-p{record['pipeline'][:16]}-"
+    if record.get("scope") != "model":
+        return prefix
+    return prefix + f"m{record['model_fingerprint'][:12]}-v{record['vocabulary_fingerprint'][:12]}-"
+
+
+def search_path(cache_dir: Path) -> list[Path]:
+    """Directories searched for records, first match wins."""
+    baked = os.environ.get(BAKED_RECORDS_ENV)
+    return [*([Path(baked)] if baked else []), SHIPPED_RECORDS, cache_dir / "guards"]
+
+
+def find_record(key: RecordKey, cache_dir: Path, versions: dict[str, str]) -> tuple[dict | None, dict | None]:
+    """(a record valid for `versions`, or None; any record found, for saying why it is stale).
+    A returned record carries `path` and `matched` ("pipeline", "model" or "model, earlier format").
+    A damaged record is passed over (a WARNING names it); one in the cache is removed, so that
+    the derivation that follows writes it anew."""
+    stale = None
+    for directory in search_path(cache_dir):
+        if not any(directory.glob(f"{key.family}-*.json")):
+            continue  # the model's fingerprint (~30 ms) is read only where records of the family are
+        for matched in ("pipeline", "model", "model, earlier format"):
+            for path in sorted(directory.glob(_glob(key, matched))):
+                record = read_json_object(path, "guard record")
+                if record is None:
+                    if directory == cache_dir / "guards":
+                        with contextlib.suppress(OSError):
+                            path.unlink()
+                    continue
+                if _applies(record, key, matched) and versions in record.get("applies_to", []):
+                    return {**record, "path": str(path), "matched": matched, "matched_versions": versions}, record
+                stale = stale or record
+    return None, stale
+
+
+def _glob(key: RecordKey, matched: str) -> str:
+    if matched == "pipeline":
+        return f"{key.family}-p{key.pipeline[:16]}-[!m]*.json"
+    if matched == "model":
+        return f"{key.family}-p{key.pipeline[:16]}-m{key.model[:12]}-v{key.vocabulary[:12]}-*.json"
+    return f"{key.family}-{key.model[:16]}-*.json"
+
+
+def _applies(record: dict, key: RecordKey, matched: str) -> bool:
+    if matched == "model, earlier format":
+        return record.get("format") == LEGACY_FORMAT and record.get("model_fingerprint") == key.model
+    if record.get("format") != RECORD_FORMAT or record.get("pipeline") != key.pipeline:
+        return False
+    if matched == "pipeline":
+        return record.get("scope") != "model"
+    return record.get("model_fingerprint") == key.model and record.get("vocabulary_fingerprint") == key.vocabulary
+
+
+def write_record(record: dict, directory: Path) -> Path:
+    """Write atomically (readers in other processes never see half a file). A record that
+    found exactly what one already in `directory` found is merged into it: the versions it
+    was derived on are added to that record's `applies_to`."""
+    directory.mkdir(parents=True, exist_ok=True)
+    record = {key: value for key, value in record.items() if key not in ("path", "matched", "matched_versions")}
+    if record.get("format") == LEGACY_FORMAT:
+        name = f"{record['backend']}-{record['model_fingerprint'][:16]}-{_result_digest(record)}.json"
+    else:
+        name = f"{_file_prefix(record)}{_result_digest(record)}.json"
+    path = directory / name
+    existing = read_json_object(path, "guard record")
+    if existing is not None:
+        merged = existing.get("applies_to", []) + [
+            versions for versions in record["applies_to"] if versions not in existing.get("applies_to", [])
+        ]
+        record = {**existing, "applies_to": merged}  # its labels ("families", "models") kept
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temporary.write_text(json.dumps(record, indent=1), encoding="utf-8")
+    temporary.replace(path)
+    return path
+
+
+@contextlib.contextmanager
+def derivation_lock(cache_dir: Path, key: RecordKey) -> Iterator[None]:
+    """Held while one process derives a record; the others block here, then find it."""
+    directory = cache_dir / "guards"
+    directory.mkdir(parents=True, exist_ok=True)
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: no lock, each process derives on its own
+        yield
+        return
+    with open(directory / f".{key.lock_name}.lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)

@@ -1,0 +1,171 @@
+"""The code-point scan: every code point, in every scan context, through a reference and a
+candidate encoder.
+
+Code points are packed 64 to a string, one context per line, and encoded in batches of
+`BATCH` code points (8 strings), so a scan of a plane is 128 batch calls per context; a string
+whose ids differ is re-checked one code point at a time, in the same context, to name the code
+points responsible. A derivation's meter (`tokbackend._guard.bound`) is checked between batches.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+from tokbackend._guard.bound import DerivationMeter
+from tokbackend._guard.contexts import ScanContext
+from tokbackend._wording import counted
+from tokbackend.backends._base import BatchEncoder
+
+_PER_STRING = 64
+# Code points per batch call: a derivation's budget is checked between two (one batch in one
+# context takes a few milliseconds, so a bound is overrun by about that, or by the culprit search
+# of one batch whose strings all differ; a fast derivation took as long in batches as in one
+# call per context).
+BATCH = 512
+PLANE = 0x10000
+
+
+def all_code_points() -> list[int]:
+    """U+0000..U+10FFFF without the surrogates (which are not valid text)."""
+    return [code_point for code_point in range(0x110000) if not 0xD800 <= code_point <= 0xDFFF]
+
+
+def plane_code_points(planes: Iterable[int]) -> list[int]:
+    """Every code point of the given planes, surrogates excluded, in order."""
+    return [
+        code_point
+        for plane in sorted(set(planes))
+        for code_point in range(plane * PLANE, (plane + 1) * PLANE)
+        if not 0xD800 <= code_point <= 0xDFFF
+    ]
+
+
+def ranges(code_points: Iterable[int]) -> list[tuple[int, int]]:
+    """Sorted code points merged into inclusive (first, last) ranges."""
+    merged: list[tuple[int, int]] = []
+    for code_point in sorted(set(code_points)):
+        if merged and merged[-1][1] == code_point - 1:
+            merged[-1] = (merged[-1][0], code_point)
+        else:
+            merged.append((code_point, code_point))
+    return merged
+
+
+def from_ranges(pairs: Iterable[Sequence[int]]) -> frozenset[int]:
+    """The inverse of `ranges`."""
+    return frozenset(code_point for first, last in pairs for code_point in range(first, last + 1))
+
+
+def format_ranges(code_points: Iterable[int], limit: int = 20) -> str:
+    """'U+0041, U+0300..U+036F, ...' with at most `limit` ranges spelled out."""
+    parts = [f"U+{first:04X}" if first == last else f"U+{first:04X}..U+{last:04X}" for first, last in ranges(code_points)]
+    shown = ", ".join(parts[:limit])
+    return shown + (f", ... ({len(parts) - limit} more ranges)" if len(parts) > limit else "")
+
+
+@dataclasses.dataclass
+class ScanReport:
+    """Divergent code points per context, and how long the scan took."""
+
+    divergent: dict[ScanContext, list[int]]
+    scanned: int
+    seconds: float
+
+    @property
+    def all_divergent(self) -> list[int]:
+        return sorted({code_point for found in self.divergent.values() for code_point in found})
+
+    def by_family(self) -> dict[str, list[int]]:
+        """Divergent code points per context family ("contractions", "normalizer", ...)."""
+        families: dict[str, set[int]] = {}
+        for context, found in self.divergent.items():
+            if found:
+                families.setdefault(context.family, set()).update(found)
+        return {family: sorted(found) for family, found in sorted(families.items())}
+
+    def example(self) -> tuple[str, int] | None:
+        """One (context template, code point) that diverged, for a minimal counterexample."""
+        for context, found in self.divergent.items():
+            if found:
+                return context.template, found[0]
+        return None
+
+    def summary(self) -> str:
+        if not self.all_divergent:
+            return f"no divergent code points ({counted(self.scanned, 'code point')} x {counted(len(self.divergent), 'context')})"
+        families = ", ".join(f"{family} {len(found)}" for family, found in self.by_family().items())
+        return f"{counted(len(self.all_divergent), 'divergent code point')} ({families}): {format_ranges(self.all_divergent, 8)}"
+
+
+def scan(
+    reference: BatchEncoder,
+    candidates: dict[str, BatchEncoder],
+    contexts: Sequence[ScanContext],
+    code_points: list[int] | None = None,
+    progress: Callable[[ScanContext], None] | None = None,
+    meter: DerivationMeter | None = None,
+) -> dict[str, ScanReport]:
+    """Compare each candidate with `reference` on every code point in every context, checking
+    `meter` (a derivation's budget) after each batch of `BATCH` code points.
+
+    The reference (usually HuggingFace, the slow side) is run once per context for all candidates.
+    """
+    started = time.perf_counter()
+    code_points = all_code_points() if code_points is None else code_points
+    divergent: dict[str, dict[ScanContext, list[int]]] = {name: {} for name in candidates}
+    groups = [code_points[start : start + _PER_STRING] for start in range(0, len(code_points), _PER_STRING)]
+    per_batch = BATCH // _PER_STRING
+    # the candidates encode on threads of their own while the reference does: both sides release
+    # the GIL inside their libraries (a start-up screen took 0.13 s one after the other). One
+    # thread a candidate for the whole scan, not one a batch: a start-up screen is 20 batches.
+    with ThreadPoolExecutor(max_workers=len(candidates) or 1, thread_name_prefix="tokbackend-scan") as threads:
+        for index, context in enumerate(contexts):
+            found: dict[str, list[int]] = {name: [] for name in candidates}
+            for start in range(0, len(groups), per_batch):
+                batch = groups[start : start + per_batch]
+                strings = ["\n".join(context.format(chr(code_point)) for code_point in group) for group in batch]
+                answers = {name: threads.submit(candidate, strings) for name, candidate in candidates.items()}
+                expected = reference(strings)
+                for name, candidate in candidates.items():
+                    for group, left, right in zip(batch, expected, answers[name].result()):
+                        if left != right:
+                            found[name].extend(_culprits(reference, candidate, group, context))
+                if meter is not None:
+                    meter.check(
+                        f"context {index + 1} of {len(contexts)} ({context.template!r}), a scan of {len(code_points)} code points"
+                    )
+            for name in candidates:
+                divergent[name][context] = found[name]
+            if progress is not None:
+                progress(context)
+    seconds = time.perf_counter() - started
+    return {name: ScanReport(found, len(code_points), seconds) for name, found in divergent.items()}
+
+
+def _culprits(reference: BatchEncoder, candidate: BatchEncoder, group: list[int], context: ScanContext) -> list[int]:
+    """The code points of a differing group that differ on their own: first alone in the
+    context, then framed by the group's line breaks (a trailing newline is where a punctuation
+    run such as ` ?[^\\s\\p{L}]+[\\r\\n]*` shows a class difference), then by halving the group."""
+    for frame in ("{}", "\n{}\n"):
+        singles = [frame.format(context.format(chr(code_point))) for code_point in group]
+        expected, actual = reference(singles), candidate(singles)
+        culprits = [code_point for code_point, left, right in zip(group, expected, actual) if left != right]
+        if culprits:
+            return culprits
+    if len(group) > 1:
+        halves = [group[: len(group) // 2], group[len(group) // 2 :]]
+        strings = ["\n" + "\n".join(context.format(chr(code_point)) for code_point in half) + "\n" for half in halves]
+        found = [
+            code_point
+            for half, left, right in zip(halves, reference(strings), candidate(strings))
+            if left != right
+            for code_point in _culprits(reference, candidate, half, context)
+        ]
+        if found:
+            return found
+    # The difference needs these neighbours to show: keep the whole group, so a guard built
+    # from this scan errs toward HuggingFace.
+    return list(group)

@@ -1,0 +1,73 @@
+"""`AccelerationOptions`: every choice `accelerate()` and `load()` take, in one typed object."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Literal
+
+from tokbackend._routing.names import AUTO, check_backend_name
+from tokbackend._segments import DEFAULT_SEGMENT_CACHE_MIB
+from tokbackend.backends._base import DEFAULT_CACHE_BUDGET_MIB
+
+# The backend `accelerate()`, `load()`, `tokbackend verify` and `tokbackend guard` use when none
+# is named; see docs/backends.md.
+DEFAULT_BACKEND = AUTO
+
+UnicodeGuardMode = Literal["derive", "refuse", "off"]
+
+
+@dataclasses.dataclass(frozen=True)
+class AccelerationOptions:
+    """How a tokenizer is accelerated.
+
+    backend: a registered backend name ("gigatoken", "fastokens", "hf", ...) or "auto" (per
+        model, the fastest backend that is exact for it; see `tokbackend._routing.auto`).
+    strict: raise `FastPathError` when the boot probe finds a mismatch, instead of logging an
+        error and serving every encode from HuggingFace.
+    probe: run the boot probe (edge strings compared with HuggingFace) when a backend is built.
+    allow_hf_fallback: when the backend cannot load this tokenizer, log and serve with
+        HuggingFace instead of raising `BackendUnavailableError`.
+    unicode_guard: how to get the set of code points on which the backend diverges from
+        HuggingFace when no record matches the installed versions: "derive" (scan every code
+        point once, ~3 min on 2 cores, then cached), "refuse" (fast path off, logged; an error
+        with strict=True), or "off" (no guard: only for backends known to be exact).
+    cache_budget_mib: how far the caches of a backend that never evicts (gigatoken) may grow the
+        process's resident memory before they are renewed; None: unbounded.
+    segment_cache_mib: the segment cache's budget (ids of the text between added tokens, reused
+        across requests: `tokbackend._segments`), for agent and chat traffic, whose requests resend
+        earlier turns; the prefix memo may take a quarter more. None turns it off. On by default
+        (`DEFAULT_SEGMENT_CACHE_MIB`, 64): on prompts that never repeat it steps aside
+        (docs/segment-cache.md).
+    segment_cache_steps_aside: while the traffic reuses less than an eighth of its text, encode
+        most calls as with the segment cache off (a sampled eighth keep looking for text worth
+        caching; `tokbackend._segments`). False: every call goes through the cache.
+    """
+
+    backend: str = DEFAULT_BACKEND
+    strict: bool = False
+    probe: bool = True
+    allow_hf_fallback: bool = False
+    unicode_guard: UnicodeGuardMode = "derive"
+    cache_budget_mib: int | None = DEFAULT_CACHE_BUDGET_MIB
+    segment_cache_mib: int | None = DEFAULT_SEGMENT_CACHE_MIB
+    segment_cache_steps_aside: bool = True
+
+    def __post_init__(self) -> None:
+        check_backend_name(self.backend)  # fail early, with the list of known names, on a typo
+        if self.unicode_guard not in ("derive", "refuse", "off"):
+            raise ValueError(f'unicode_guard must be "derive", "refuse" or "off", got {self.unicode_guard!r}')
+        for name in ("cache_budget_mib", "segment_cache_mib"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or value <= 0):
+                raise ValueError(f"{name} must be a positive number of MiB or None, got {value!r}")
+
+    @classmethod
+    def field_names(cls) -> frozenset[str]:
+        return frozenset(field.name for field in dataclasses.fields(cls))
+
+    def replace(self, **changes: object) -> AccelerationOptions:
+        """A copy with `changes`; an unknown name raises TypeError naming the valid ones."""
+        unknown = sorted(set(changes) - self.field_names())
+        if unknown:
+            raise TypeError(f"unknown acceleration option {unknown[0]!r}; options: {', '.join(sorted(self.field_names()))}")
+        return dataclasses.replace(self, **changes)

@@ -1,0 +1,134 @@
+"""The boot probe: a short equality check of a freshly built backend against HuggingFace.
+
+It runs whenever `accelerate()` builds a backend (and again after tokens are added), on edge
+strings chosen to break a tokenizer that is almost right: special and added tokens inside
+text and near-misses of them, NFC composition, whitespace and digit runs, emoji sequences,
+scripts with combining marks. Budget: well under 50 ms on the built-in models.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol
+
+from tokbackend.backends._arrays import encode_batch_arrays
+from tokbackend.backends._base import panics_as_errors
+
+if TYPE_CHECKING:
+    from tokbackend._guard import UnicodeGuard
+    from tokbackend._reference import Reference
+    from tokbackend.backends import EncodeBackend
+
+EDGE_STRINGS = (
+    "",
+    " ",
+    "Hello, world!",
+    "  leading and trailing  ",
+    "tabs\tand\r\nCRLF\n\n\nblank lines\u3000ideographic\u00a0nbsp\u2009thin",
+    "digits 1 12 123 1234 12345678901234567890 3.14159 1,000,000",
+    "don't I'll we've they're she'd it's DON'T I'LL",
+    "e\u0301 A\u030a \u1e9b\u0323 \u0071\u0307\u0323 \uac00\u11a8 \u1100\u1161\u11a8",  # NFC compositions
+    "\U0001f468\u200d\U0001f469\u200d\U0001f467\u200d\U0001f466 \U0001f44d\U0001f3fd",  # ZWJ family, skin tone
+    "\U0001f1fa\U0001f1f8 1\ufe0f\u20e3 #\ufe0f\u20e3",  # flag, keycaps
+    "中文字符，日本語のテキスト、한국어 텍스트。",
+    "Русский текст, ελληνικά, עברית, العربية، हिन्दी देवनागरी, ภาษาไทย",
+    "def f(x):\n    return {'a': [1, 2, 3]}  # comment\n\tif x >= 0x1F: pass\n",
+    "<|im_start|",
+    "<|im_start|>>",
+    "<<|im_end|>",
+    "<|endoftext|>x<|endoftext|>",
+    "a" * 300,
+    " " * 100 + "x",
+    "\n" * 50,
+)
+
+
+def first_difference(left: list[int], right: list[int]) -> int:
+    """Index of the first position where two id lists differ (the shorter length if one is a prefix)."""
+    for index, (one, other) in enumerate(zip(left, right)):
+        if one != other:
+            return index
+    return min(len(left), len(right))
+
+
+@dataclasses.dataclass(frozen=True)
+class ProbeMismatch:
+    text: str
+    backend_ids: list[int]
+    hf_ids: list[int]
+
+    @property
+    def first_difference(self) -> int:
+        return first_difference(self.backend_ids, self.hf_ids)
+
+
+@dataclasses.dataclass(frozen=True)
+class ProbeResult:
+    strings: int
+    seconds: float
+    mismatch: ProbeMismatch | None
+
+
+def probe_strings(added_tokens: list[str]) -> list[str]:
+    """The edge strings plus every added token alone, glued to text and amid spaces and newlines."""
+    strings = list(EDGE_STRINGS)
+    for token in added_tokens:
+        strings.extend((token, f"a{token}b", f" {token} ", f"x\n{token}\n\ny", f"{token}{token}", token[:-1]))
+    return strings
+
+
+def run_probe(backend: EncodeBackend, reference: Reference, guard: UnicodeGuard) -> ProbeResult:
+    """Compare `backend` with HuggingFace (`reference.hf_ids`) on `probe_strings`, leaving
+    out strings the Unicode guard sends to HuggingFace anyway."""
+    strings = [text for text in probe_strings(reference.added_tokens()) if not guard.needs_hf(text)]
+    return _compared(backend, strings, reference.hf_ids)
+
+
+def ascii_probe(backend: EncodeBackend, hf_ids: Callable[[list[str]], list[list[int]]]) -> ProbeResult:
+    """`run_probe` on the ASCII edge strings alone, which no guard sends to HuggingFace: a
+    backend wrong on one of them cannot be made exact by any guard (milliseconds; run before a
+    guard is derived for a backend, whose derivation would find nearly every code point divergent)."""
+    return _compared(backend, [text for text in EDGE_STRINGS if text.isascii()], hf_ids)
+
+
+def _compared(backend: EncodeBackend, strings: list[str], hf_ids: Callable[[list[str]], list[list[int]]]) -> ProbeResult:
+    started = time.perf_counter()
+    expected = hf_ids(strings)
+    mismatch = None
+    try:
+        # both forms the lane serves: lists, and `array('q')` rows (a path of its own in a backend)
+        with panics_as_errors(getattr(backend, "name", type(backend).__name__)):
+            answers = (backend.encode_batch(strings), [list(row) for row in encode_batch_arrays(backend, strings)])
+    except Exception as error:  # a backend that cannot encode edge strings (or panics) is not exact either
+        return ProbeResult(len(strings), time.perf_counter() - started, ProbeMismatch(f"<backend raised {error!r}>", [], []))
+    for backend_ids in answers:
+        mismatch = next(
+            (ProbeMismatch(text, ours, theirs) for text, ours, theirs in zip(strings, backend_ids, expected) if ours != theirs),
+            None,
+        )
+        if mismatch is not None:
+            break
+    return ProbeResult(len(strings), time.perf_counter() - started, mismatch)
+
+
+class ProbedLane(Protocol):
+    """What the probe reads of a lane (`tokbackend._routing.lanes.Lane`, which sits above it)."""
+
+    name: str
+    backend: EncodeBackend
+    guard: UnicodeGuard
+
+
+def probe_lane(lane: ProbedLane, reference: Reference, model: str) -> tuple[str | None, float]:
+    """(a message naming the first edge string the lane gets wrong, or None; seconds taken)."""
+    result = run_probe(lane.backend, reference, lane.guard)
+    mismatch = result.mismatch
+    if mismatch is None:
+        return None, result.seconds
+    return (
+        f"backend {lane.name!r} disagrees with HuggingFace for {model} on {mismatch.text!r} (first difference at index "
+        f"{mismatch.first_difference}: backend {mismatch.backend_ids[:12]}, HF {mismatch.hf_ids[:12]})",
+        result.seconds,
+    )

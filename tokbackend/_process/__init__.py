@@ -1,0 +1,1 @@
+"""Process utilities: fork safety, threads, exit, memory, the background preload."""

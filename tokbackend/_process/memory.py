@@ -1,0 +1,39 @@
+"""This process's memory: its resident set, and handing freed memory back to the OS."""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+
+from tokbackend._process.forking import after_fork_in_child
+
+_PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+# a descriptor of this process's /proc/self/statm, opened on first use: /proc/self is resolved
+# when it is opened, so a forked child's copy would read the parent's (the hook below drops it)
+_statm: list[int] = []
+
+
+def resident_bytes() -> int | None:
+    """This process's resident set size (~1.5 us: one pread of a kept /proc descriptor),
+    or None where /proc is not available."""
+    try:
+        if not _statm:
+            _statm.append(os.open("/proc/self/statm", os.O_RDONLY))
+        return int(os.pread(_statm[0], 64, 0).split()[1]) * _PAGE_SIZE
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+@after_fork_in_child
+def _forget_the_parents_statm() -> None:
+    if _statm:
+        with contextlib.suppress(OSError):
+            os.close(_statm.pop())
+
+
+def release_freed_memory() -> None:
+    """Hand memory freed by the old caches back to the OS (glibc keeps it in its arenas
+    otherwise, and resident memory would not show that the caches were dropped)."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None).malloc_trim(0)

@@ -1,0 +1,85 @@
+"""`auto`'s choices, remembered on disk per model, library versions and candidates, so the other
+processes of a server, and later starts, try the chosen backend first and build nothing else.
+
+The file is shared by every process of this user whose cache directory it is, in any venv with
+the same library versions. Each choice names the process that wrote it, so a routing reason can
+say where a choice came from (`described`)."""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from tokbackend import _version as version
+from tokbackend._cache_dir import cache_dir, read_json_object
+from tokbackend._guard import guard_versions, model_fingerprint
+
+logger = logging.getLogger("tokbackend")
+
+
+def choice_key(tokenizer_json: str, candidates: list[str], libraries: tuple[str, ...]) -> str:
+    """What a remembered choice is valid for."""
+    identity = {
+        "tokbackend": version.VERSION,  # its probe and guard records decide what qualifies
+        "model": model_fingerprint(tokenizer_json),
+        "versions": guard_versions(tuple(sorted(set(libraries)))),
+        "candidates": candidates,
+    }
+    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode("utf-8")).hexdigest()[:24]
+
+
+def remembered(key: str) -> str | None:
+    """The backend chosen for `key` before, if any."""
+    choice = _read().get(key)
+    return choice.get("backend") if isinstance(choice, dict) else None
+
+
+def remember(key: str, backend: str) -> None:
+    """Keep `backend` as the choice for `key`, with who chose it: this process, its Python
+    environment and the time."""
+    chosen_by = {
+        "pid": os.getpid(),
+        "python": sys.prefix,
+        "at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    }
+    _write({**_read(), key: {"backend": backend, "chosen_by": chosen_by}})
+
+
+def choices_file() -> Path:
+    """The file the choices are kept in (every process of this user shares it)."""
+    return cache_dir() / "auto" / "choices.json"
+
+
+def described(key: str) -> str:
+    """What a remembered choice is, for a routing reason: where it is kept, which process wrote
+    it, and how to have auto choose afresh."""
+    choice = _read().get(key)
+    chosen_by = choice.get("chosen_by") if isinstance(choice, dict) else None
+    writer = "an earlier process"
+    if isinstance(chosen_by, dict):
+        writer = f"process {chosen_by.get('pid')} of {chosen_by.get('python')} at {chosen_by.get('at')}"
+    return (
+        f"auto's choice for this model and these library versions, made by {writer} and kept in {choices_file()} "
+        "(shared by this user's processes; delete that file to choose afresh)"
+    )
+
+
+def _read() -> dict[str, Any]:
+    return read_json_object(choices_file(), "auto's choices file") or {}
+
+
+def _write(choices: dict[str, Any]) -> None:
+    path = choices_file()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        temporary.write_text(json.dumps(choices, indent=1), encoding="utf-8")
+        temporary.replace(path)  # readers in other processes never see half a file
+    except OSError as error:  # a read-only cache only costs the next process a re-timing
+        logger.info("could not save the auto backend choice to %s: %s", path, error)

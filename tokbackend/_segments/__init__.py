@@ -1,0 +1,117 @@
+"""The segment cache, for agent and chat traffic: ids of the text between added tokens, reused.
+
+Modules: `splitter` (where HuggingFace splits added tokens out of a text), `cache` (the bounded
+piece cache and the prefix memo), `assembly` (a call's ids from cached and newly encoded pieces).
+It sits above the backend cut: any backend's ids can be cached.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from tokbackend._segments.assembly import encode_through_cache
+from tokbackend._segments.cache import DEFAULT_SEGMENT_CACHE_MIB, SegmentCache
+from tokbackend._segments.splitter import AddedTokenSplitter, Piece, text_of
+from tokbackend.backends._base import BatchEncoder
+
+# A text without an added token is one piece: the cache can answer it only as a whole repeat.
+# Below this many characters a fresh encode costs about what the lookup and its bookkeeping cost
+# on a miss, so such texts skip the cache (`Segments.worth_consulting`; bench/RESULTS.md).
+LONG_PLAIN_TEXT = 4096
+
+
+@dataclasses.dataclass(frozen=True)
+class Segments:
+    """The splitter for a tokenizer's added tokens and the (initially empty) cache it fills."""
+
+    splitter: AddedTokenSplitter
+    cache: SegmentCache
+
+    def worth_consulting(self, texts: list[str], arrays: bool) -> bool:
+        """Whether a call may gain from the cache: some text holds an added token (pieces to
+        reuse), or, for list ids, is a plain text long enough that a whole repeat pays. The
+        cache holds lists: for array ids a whole repeat is answered in about the conversion's
+        time by a fresh encode, so only texts with pieces to reuse go through it."""
+        search = self.splitter.search
+        for text in texts:  # noqa: SIM110 - a loop, not a generator: no Python frame per text
+            # the length first: a search reads the whole text, which the cache's split reads again
+            if (not arrays and len(text) >= LONG_PLAIN_TEXT) or search(text) is not None:
+                return True
+        return False
+
+
+# Where an added token stands in the texts that check the cache's premise: at the start, in the
+# middle and at the end; glued to words, next to spaces, newlines, digits, marks, other scripts.
+_PREMISE_TEMPLATES = (
+    "{0}hello world",
+    "hello{0}world",
+    "hello {0} world",
+    "hello world{0}",
+    "{0} leading space",
+    "{0}  two spaces\n  indented",
+    "line\n{0}\nnext line",
+    "{0}{0}x",
+    "x{0}{0}",
+    " {0}",
+    "\u00e9{0}\u00fc",
+    "\u4e2d{0}\u6587",
+    "1{0}2",
+    "{0}'s",
+    "don't{0}",
+)
+
+
+def segments_for(tokenizer_json: str, budget_mib: int, steps_aside: bool, hf_ids: BatchEncoder) -> Segments | str:
+    """A fresh cache for this tokenizer's added tokens, or why it cannot be used: the split cannot
+    be reproduced, or its premise does not hold for this pipeline (`premise_fails`)."""
+    splitter = AddedTokenSplitter.for_tokenizer_json(tokenizer_json)
+    if isinstance(splitter, str):
+        return splitter
+    failure = premise_fails(splitter, hf_ids)
+    if failure is not None:
+        return failure
+    return Segments(splitter, SegmentCache(budget_mib << 20, steps_aside))
+
+
+def premise_fails(splitter: AddedTokenSplitter, hf_ids: BatchEncoder) -> str | None:
+    """Why HuggingFace's ids of a text are not its pieces' ids, each piece encoded alone, and its
+    added tokens' ids, concatenated (the segment cache's and the prefix memo's premise); None
+    when they are on every premise text.
+
+    The premise fails where a pipeline element depends on where a piece stands in the text: a
+    Metaspace pre-tokenizer with `prepend_scheme="first"` gives "▁" only to the piece at the start
+    of the text, where a piece encoded alone always starts it. Elements applied to every piece
+    alike keep it (Metaspace "always" and "never", ByteLevel, a Prepend or Strip normalizer),
+    as do post-processors (their special tokens are added around the whole text). Checked here
+    against HF itself, per tokenizer, rather than assumed from that list.
+    """
+    contents = list(splitter.ids)
+    if not contents:
+        return None
+    chosen = list(dict.fromkeys([contents[0], contents[-1], max(contents, key=len)]))
+    texts = [template.format(token) for token in chosen for template in _PREMISE_TEMPLATES]
+    split = [splitter.split(text) for text in texts]
+    pieces = list(dict.fromkeys(text_of(part) for parts in split for part in parts if type(part) is not int))
+    alone = dict(zip(pieces, hf_ids(pieces)))
+    for text, parts, expected in zip(texts, split, hf_ids(texts)):
+        assembled = [token_id for part in parts for token_id in ([part] if type(part) is int else alone[text_of(part)])]
+        if assembled != expected:
+            return (
+                f"pieces between added tokens are not encoded independently by this pipeline: HF gives {expected[:8]} for "
+                f"{text!r}, its pieces encoded alone {assembled[:8]}"
+            )
+    return None
+
+
+__all__ = [
+    "DEFAULT_SEGMENT_CACHE_MIB",
+    "LONG_PLAIN_TEXT",
+    "AddedTokenSplitter",
+    "Piece",
+    "SegmentCache",
+    "Segments",
+    "encode_through_cache",
+    "premise_fails",
+    "segments_for",
+    "text_of",
+]

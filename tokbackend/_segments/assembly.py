@@ -1,0 +1,124 @@
+"""A call's ids assembled from cached pieces, with only the pieces it misses encoded.
+
+`encode_through_cache` splits each text at its added tokens (after the remembered prefix it
+extends, if any), looks every piece up, encodes the missing ones in one guarded call of the
+routing, stores what the doorkeeper admits, and concatenates.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from tokbackend._segments.cache import Prefix, SegmentCache
+from tokbackend._segments.splitter import AddedTokenSplitter, Piece, text_of
+from tokbackend.backends._base import BatchEncoder
+
+
+class PieceEncoder(Protocol):
+    """What the cache asks of a routing (`tokbackend._routing.Routing`, which sits above it): ids
+    of the pieces it misses, and the indexes of those its Unicode guard sent to `hf_ids`."""
+
+    def encode(self, texts: list[str], hf_ids: BatchEncoder, one_by_one: bool = False) -> tuple[list[list[int]], set[int]]: ...
+
+
+def encode_through_cache(
+    texts: list[str], splitter: AddedTokenSplitter, cache: SegmentCache, routing: PieceEncoder, hf_ids: BatchEncoder
+) -> tuple[list[list[int]], int]:
+    """(ids of each text, how many of the texts HuggingFace answered in part): the missed pieces
+    go through `routing.encode` (its Unicode guard hands some to `hf_ids`)."""
+    found_under = [cache.prefix_of(text, splitter) for text in texts]
+    heads = [entry if entry is not None and entry.chunks is not None else None for entry in found_under]
+    split = [splitter.split(text, head.chars) if head else splitter.split(text) for text, head in zip(texts, heads)]
+    # characters answered by the memo or the cache, or extending a remembered request
+    reused_chars = sum(entry.chars for entry in found_under if entry is not None)
+    found: dict[str | Piece, list[int]] = {}
+    missing: dict[str | Piece, None] = {}
+    repeated: set[str | Piece] = set()  # missed pieces that occur more than once in the call
+    for parts in split:
+        for part in parts:
+            if type(part) is int:
+                continue
+            if part in found:  # a second occurrence in this call (a burst's system prompt)
+                reused_chars += len(part)
+            elif part in missing:
+                repeated.add(part)
+                reused_chars += len(part)
+            elif (ids := cache.get(part)) is None:
+                missing[part] = None
+            else:
+                found[part] = ids
+                reused_chars += len(part)
+    cache.note_reuse(len(texts), reused_chars, sum(map(len, texts)))
+    guarded: set[str | Piece] = set()
+    exclusive: set[str | Piece] = set()
+    if missing:
+        pieces = list(missing)
+        encoded, guarded_indexes = routing.encode([text_of(piece) for piece in pieces], hf_ids, one_by_one=True)
+        found.update(zip(pieces, encoded))
+        # HF's ids of a guarded piece are its share of HF's ids of the text, as exact as the
+        # backend's of the others: stored too, so that a conversation holding one sends it to HF
+        # once, not on every turn (with every later turn's whole text)
+        guarded = {pieces[index] for index in guarded_indexes}
+        stored = cache.put_many(zip(pieces, encoded), repeated)
+        # Pieces encoded by this call, not stored (so never seen by another thread) and in no
+        # other text of it: their lists are handed out as they are, with no copy.
+        exclusive = missing.keys() - stored - repeated
+    # whether HF answered some piece of each text (counted as such)
+    via_hf = [bool(guarded) and any(part in guarded for part in parts if type(part) is not int) for parts in split]
+    results = []
+    for text, entry, head, parts in zip(texts, found_under, heads, split):
+        ids, reused, boundary = _assemble(parts, found, head, exclusive, splitter.lengths)
+        results.append(ids)
+        if boundary is not None:
+            # a request that extends none before it is remembered without its ids (no copy);
+            # one that does (an agent's next turn) with them
+            chunks = None if entry is None else (*(head.chunks if head else ()), ids[reused : boundary[1]])
+            cache.remember(text, boundary[0], chunks, replaces=entry)
+    return results, sum(via_hf)
+
+
+def _assemble(
+    parts: list[str | Piece | int],
+    found: dict[str | Piece, list[int]],
+    head: Prefix | None,
+    exclusive: set[str | Piece],
+    lengths: dict[int, int],
+) -> tuple[list[int], int, tuple[int, int] | None]:
+    """(ids of the text, how many came from `head`, (characters, ids) up to its last added token
+    or None). Without a head, the longest piece in `exclusive` becomes the result in place (the
+    ids before it are inserted in front: a move of pointers, where a copy would touch every id)."""
+    chars, count = (head.chars, sum(map(len, head.chunks))) if head else (0, 0)
+    reused, boundary = count, None
+    for part in parts:
+        if type(part) is int:
+            chars += lengths[part]
+            count += 1
+            boundary = (chars, count)
+        else:
+            chars += len(part)
+            count += len(found[part])
+    largest = None
+    if head is None and exclusive:
+        for index, part in enumerate(parts):
+            if type(part) is not int and part in exclusive and (largest is None or len(part) > len(parts[largest])):
+                largest = index
+    ids: list[int] = []  # the caller's own list: cached lists are never handed out
+    if head:
+        for chunk in head.chunks:
+            ids += chunk
+    if largest is None:
+        _extend(ids, parts, found)
+    else:
+        _extend(ids, parts[:largest], found)
+        ids, before = found[parts[largest]], ids
+        ids[0:0] = before
+        _extend(ids, parts[largest + 1 :], found)
+    return ids, reused, boundary
+
+
+def _extend(ids: list[int], parts: list[str | Piece | int], found: dict[str | Piece, list[int]]) -> None:
+    for part in parts:
+        if type(part) is int:
+            ids.append(part)
+        else:
+            ids += found[part]

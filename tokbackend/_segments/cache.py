@@ -1,0 +1,226 @@
+"""The segment cache: ids of the text between added tokens, kept as Python lists.
+
+The ids of a text are the concatenation of its pieces' ids and its added tokens' ids (see
+`tokbackend._segments.splitter`), so a piece seen before (the system prompt, the tool schemas,
+every earlier turn of a conversation) need not be encoded again.
+
+`SegmentCache` is bounded by a byte budget and evicts in insertion order with a second chance
+for pieces hit since the last sweep. A hit takes no lock: one dict read and one dict write,
+each atomic under the GIL; inserts and eviction take the cache's lock. Where the traffic never
+repeats, the cache steps aside (`SegmentCache.consulted`): most calls are then encoded as with
+the cache off, and a sampled few keep looking for text worth caching.
+
+Agents resend their conversation with one more message each turn, so the cache also remembers
+recent texts with the ids up to their last added token (the prefix memo, a quarter of the
+budget). A text that starts with a remembered text reuses those ids and splits only what follows
+that last added token, provided HF's split of the new text has a boundary there too
+(`AddedTokenSplitter.cuts_at`): no added token may start before it and run past it. Without the
+memo, every request hashes, looks up and concatenates every piece of the whole conversation.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable
+from typing import Any, NamedTuple
+
+from tokbackend._process.forking import fork_safe_lock
+from tokbackend._segments.splitter import AddedTokenSplitter, Piece, text_of
+
+# The budget to turn it on with (`segment_cache_mib=DEFAULT_SEGMENT_CACHE_MIB`): enough for ~40
+# agents' 26k-token conversations; see docs/segment-cache.md for the measurements behind it.
+DEFAULT_SEGMENT_CACHE_MIB = 64
+# Bytes a cached piece costs beyond its text: the list (8 per id) and each int object (28).
+_BYTES_PER_ID = 36
+_ENTRY_OVERHEAD = 200
+# Remembered prefixes: about one per agent talking to the replica at once. Each lookup checks them
+# newest first, most with one compare of their last _TAIL_CHARS characters.
+_MAX_PREFIXES = 64
+# Chunks an entry may hold before they are joined into one list (a conversation adds one a turn).
+_MAX_CHUNKS = 16
+# Characters at the end of a remembered text compared before the whole of it (see `prefix_of`).
+_TAIL_CHARS = 64
+# The doorkeeper: a piece longer than this is stored the second time it is missed, so that text
+# that never repeats costs no copy into the cache and no eviction. It remembers the hashes of the
+# last _SEEN_LIMIT pieces missed once (~100 bytes each).
+_ADMIT_AT_ONCE_CHARS = 256
+_SEEN_LIMIT = 16_384
+# Stepping aside: after _DRY_TEXTS texts in a row of which less than 1/_WORTH of the characters
+# came from the cache (or the memo, or extended a remembered request), only every _SAMPLE-th call
+# goes through it and the others are encoded as with the cache off, until a sampled call finds
+# enough again. A miss costs the split, lookups and bookkeeping (~0.15-0.2 ms per 130k
+# characters, ~8% of the encode; `bench/backends.py cache-cost`), which traffic that never
+# repeats would pay on every request.
+_DRY_TEXTS = 32
+_SAMPLE = 8
+_WORTH = 8
+
+
+class Prefix(NamedTuple):
+    """A text the memo remembers: it (the caller's string, not copied), where its last added
+    token ends, and the ids of text[:chars] as the concatenation of `chunks` (an entry shares the
+    chunks of the entry it grew from and adds one), or None where only the text is remembered;
+    `tail`, its last _TAIL_CHARS characters, is compared before the whole text (see `prefix_of`)."""
+
+    text: str
+    chars: int
+    chunks: tuple[list[int], ...] | None
+    size: int
+    tail: str
+
+
+class SegmentCache:
+    """piece -> ids, bounded by `budget_bytes` (see the module docstring)."""
+
+    def __init__(self, budget_bytes: int, steps_aside: bool = True) -> None:
+        self.budget_bytes = budget_bytes
+        self.steps_aside = steps_aside
+        self._ids: dict[str, list[int]] = {}
+        self._sizes: dict[str, int] = {}
+        self._hit_since_sweep: dict[str, bool] = {}
+        self._lock = fork_safe_lock(self, "_lock")  # each entry is set in one step
+        self.bytes = 0
+        self.hits = 0  # unlocked counters: approximate under concurrency, never wrong ids
+        self.misses = 0
+        self.evictions = 0
+        self._seen: dict[int, None] = {}  # hashes of pieces missed once, oldest first
+        # The prefix memo, newest first; replaced as a whole under the lock, read without it.
+        self._prefixes: tuple[Prefix, ...] = ()
+        self.prefix_bytes = 0
+        self.prefix_hits = 0
+        self._dry = 0  # texts in a row that reused too little (unlocked: approximate, like the counters)
+        self._calls = 0
+        self.bypassed = 0
+
+    def consulted(self, texts: int) -> bool:
+        """Whether a call with this many texts goes through the cache; False (counted in
+        `bypassed`) while it is stepping aside and the call is not one of the sampled ones."""
+        if not self.stepping_aside:
+            return True
+        self._calls += 1
+        if self._calls % _SAMPLE == 0:
+            return True
+        self.bypassed += texts
+        return False
+
+    def note_reuse(self, texts: int, reused_chars: int, total_chars: int) -> None:
+        """Record how much of a consulted call's text came from the cache."""
+        self._dry = 0 if reused_chars * _WORTH >= total_chars else self._dry + texts
+
+    @property
+    def stepping_aside(self) -> bool:
+        return self.steps_aside and self._dry >= _DRY_TEXTS
+
+    def get(self, piece: str | Piece) -> list[int] | None:
+        ids = self._ids.get(piece)
+        if ids is None:
+            self.misses += 1
+            return None
+        self.hits += 1
+        self._hit_since_sweep[piece] = True
+        return ids
+
+    def put_many(
+        self, items: Iterable[tuple[str | Piece, list[int]]], seen_twice: set[str | Piece] = frozenset()
+    ) -> set[str | Piece]:
+        """Store the pieces seen before (the doorkeeper): a piece missed for the first time is
+        only noted by its hash, so text that never repeats is neither stored nor evicted; one in
+        `seen_twice` (more than once in the caller's call: a burst sharing a system prompt) is
+        stored at once.
+        Returns the pieces whose lists were stored: the others were never visible to another
+        thread, so the caller may hand them out without a copy."""
+        stored: set[str | Piece] = set()
+        with self._lock:
+            seen = self._seen
+            for piece, ids in items:
+                if piece in self._ids:
+                    continue
+                if len(piece) > _ADMIT_AT_ONCE_CHARS and piece not in seen_twice:
+                    key = hash(piece)  # a short str caches its hash; a Piece holds its own
+                    if key not in seen:
+                        seen[key] = None
+                        if len(seen) > _SEEN_LIMIT:
+                            del seen[next(iter(seen))]
+                        continue
+                    del seen[key]
+                size = sys.getsizeof(text_of(piece)) + _BYTES_PER_ID * len(ids) + _ENTRY_OVERHEAD
+                if size > self.budget_bytes // 4:
+                    continue  # one piece may not flush a quarter of the cache
+                self._ids[piece] = ids
+                self._sizes[piece] = size
+                self.bytes += size
+                stored.add(piece)
+            self._evict_locked()
+        return stored
+
+    def _evict_locked(self) -> None:
+        while self.bytes > self.budget_bytes and self._ids:
+            piece = next(iter(self._ids))
+            if self._hit_since_sweep.pop(piece, False):
+                self._ids[piece] = self._ids.pop(piece)  # second chance: to the back
+                continue
+            del self._ids[piece]
+            self.bytes -= self._sizes.pop(piece)
+            self.evictions += 1
+
+    def prefix_of(self, text: str, splitter: AddedTokenSplitter) -> Prefix | None:
+        """The newest remembered text that `text` starts with and splits after the same way.
+        An entry without chunks only says that `text` extends an earlier request.
+
+        Remembered texts of agents sharing a system prompt agree with `text` on its first and
+        last characters (which `str.startswith` looks at first), so each would be compared up to
+        the end of that prompt: with 64 agents and an 80k-character prompt, 127 us a request.
+        Their last characters (the end of each agent's own last message) tell them apart first."""
+        for entry in self._prefixes:
+            tail = entry.tail
+            if (
+                text.startswith(tail, len(entry.text) - len(tail))
+                and text.startswith(entry.text)
+                and splitter.cuts_at(text, entry.chars)
+            ):
+                if entry.chunks is not None:
+                    self.prefix_hits += 1
+                return entry
+        return None
+
+    def remember(self, text: str, chars: int, chunks: tuple[list[int], ...] | None, replaces: Prefix | None) -> None:
+        """Remember that text[:chars] (ending with an added token) has the ids `chunks` hold;
+        without chunks, only that `text` was requested (a request that extends no earlier one
+        is remembered so, which costs no copy of its ids: its next turn stores them).
+        `replaces`: the entry `text` was found under, which the new one covers."""
+        count = 0
+        if chunks is not None:
+            count = sum(map(len, chunks))
+            if len(chunks) > _MAX_CHUNKS:  # one list again, so that reading an entry stays cheap
+                chunks = ([token_id for chunk in chunks for token_id in chunk],)
+        # conservative: chunks shared with an older entry are counted in each
+        entry = Prefix(text, chars, chunks, sys.getsizeof(text) + 8 * count + _ENTRY_OVERHEAD, text[-_TAIL_CHARS:])
+        budget = self.budget_bytes // 4
+        if entry.size > budget:
+            return
+        with self._lock:
+            kept, total = [entry], entry.size
+            for older in self._prefixes:
+                if older is replaces:
+                    continue
+                if len(kept) == _MAX_PREFIXES or total + older.size > budget:
+                    break
+                kept.append(older)
+                total += older.size
+            self._prefixes = tuple(kept)
+            self.prefix_bytes = total
+
+    def stats(self) -> dict[str, Any]:
+        return {
+            "entries": len(self._ids),
+            "bytes": self.bytes,
+            "budget_mib": self.budget_bytes >> 20,
+            "hits": self.hits,
+            "misses": self.misses,
+            "evictions": self.evictions,
+            "prefixes": len(self._prefixes),
+            "prefix_bytes": self.prefix_bytes,
+            "prefix_hits": self.prefix_hits,
+            "stepping_aside": self.stepping_aside,
+            "bypassed": self.bypassed,
+        }

@@ -1,0 +1,187 @@
+"""The per-call settings on HuggingFace's shared Rust tokenizer, kept as HuggingFace alone keeps them.
+
+HF's `_encode_plus` sets the Rust tokenizer's truncation, padding and `encode_special_tokens` to
+what the call asks and leaves them so: after any call they reflect the last call, and that is
+what `backend_tokenizer`, `save_pretrained`'s tokenizer.json and pickles show. Calls asking for
+the same settings agree on that state, so HF's own calls from many threads (vLLM's all carry
+`truncation=True`) never race. Ours add two kinds of call that would break both:
+
+- internal calls (the Unicode guard's hand-over, the probe, a rebuild's checks, the segment
+  cache's premise, a result's Encodings) ask for other settings than the user's calls; made
+  while a user's truncating call runs, one turns truncation off under it (wrong ids), and after
+  it the settings are ours, not the user's last call's;
+- fast-path answers set nothing, where HF's call would have set its settings.
+
+`SettingsGate` (one per Rust tokenizer, `gate_of`) admits HF calls together only while they ask
+for the same settings (`entered`); an internal group of calls snapshots the settings HF's last
+call left and puts them back as its last call leaves. A fast-path answer only records the
+settings HF's call would have left (`answered`: one store, so its speed is unchanged); they are
+applied (`settle`) before anything reads the state through the accelerated tokenizer.
+
+Calls through another object sharing the Rust tokenizer (the HF object `accelerate()` copied)
+pass no gate: HF's own race between such calls stays HF's, and a fast answer recorded before one
+of them is applied over its settings when the accelerated object is next read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import threading
+import weakref
+from collections.abc import Iterator
+from typing import Any
+
+from tokbackend._process.forking import after_fork_in_child, fork_safe_lock
+
+# (truncation, padding, encode_special_tokens) as the Rust tokenizer reports them
+Settings = tuple[Any, Any, bool]
+
+# What a plain call leaves (no truncation, no padding, special tokens recognized): every
+# `encode(text)` the fast path answers, and what internal calls ask for.
+PLAIN: Settings = (None, None, False)
+
+
+def read(rust: Any) -> Settings:
+    return rust.truncation, rust.padding, rust.encode_special_tokens
+
+
+def apply(rust: Any, settings: Settings) -> None:
+    """Set what differs, as HF's `set_truncation_and_padding` does (so tokenizer.json is HF's)."""
+    truncation, padding, encode_special_tokens = settings
+    if rust.truncation != truncation:
+        rust.no_truncation() if truncation is None else rust.enable_truncation(**_known(truncation, _TRUNCATION_KEYS))
+    if rust.padding != padding:
+        rust.no_padding() if padding is None else rust.enable_padding(**_known(padding, _PADDING_KEYS))
+    if rust.encode_special_tokens != encode_special_tokens:
+        rust.encode_special_tokens = encode_special_tokens
+
+
+# What `enable_truncation` and `enable_padding` take; a snapshot from another tokenizers version
+# may report more (HF's `set_truncation_and_padding` compares only these, for the same reason).
+_TRUNCATION_KEYS = ("max_length", "stride", "strategy", "direction")
+_PADDING_KEYS = ("length", "pad_to_multiple_of", "pad_id", "pad_token", "pad_type_id", "direction")
+
+
+def _known(parameters: dict, keys: tuple[str, ...]) -> dict:
+    return {key: parameters[key] for key in keys if key in parameters}
+
+
+def truncated(max_length: int, stride: int, strategy: str, direction: str) -> Settings:
+    """What HF leaves after a truncating call without padding (the fast path answers only such)."""
+    return {"max_length": max_length, "stride": stride, "strategy": strategy, "direction": direction}, None, False
+
+
+class SettingsGate:
+    """See the module docstring. Holds no reference to its Rust tokenizer (each call passes it)."""
+
+    def __init__(self) -> None:
+        self._open()
+        # What HF's last user-visible call would have left where the Rust tokenizer may show
+        # otherwise (None: it shows the right settings): set by fast-path answers and by an
+        # internal group's snapshot.
+        self.left: Settings | None = None
+
+    def _open(self) -> None:
+        """No call inside: at start, and in a child forked while other threads were inside
+        (they do not exist there; what their group left to restore stays in `left`)."""
+        self._condition = threading.Condition(threading.Lock())
+        self._holders = 0
+        self._waiting = 0
+        self._key: Any = None
+        self._internal = False
+        self._owners = threading.local()  # how deep this thread is inside the gate
+
+    def answered(self, settings: Settings) -> None:
+        """A fast-path answer: HF's call would have left `settings`."""
+        self.left = settings
+
+    @contextlib.contextmanager
+    def entered(self, rust: Any, key: Any, internal: bool) -> Iterator[None]:
+        """Around one HF `_encode_plus` asking for settings `key` (compared with ==). An internal
+        call leaves the settings as HF's last user-visible call left them; a user's call leaves
+        its own, as HF's does. A thread already inside (HF's call re-entering) just runs."""
+        depth = getattr(self._owners, "depth", 0)
+        if depth:
+            self._owners.depth = depth + 1
+            try:
+                yield
+            finally:
+                self._owners.depth = depth
+            return
+        self._enter(rust, key, internal)
+        self._owners.depth = 1
+        try:
+            yield
+        finally:
+            self._owners.depth = 0
+            self._leave(rust)
+
+    def settle(self, rust: Any) -> None:
+        """Apply the settings HF would show now (before anything reads them)."""
+        left = self.left
+        # read, not remembered: a call through another object sharing the Rust tokenizer (the
+        # HF tokenizer accelerate() copied) may have set others (~0.2 us without truncation)
+        if left is None or getattr(self._owners, "depth", 0) or read(rust) == left:
+            return
+        with self._condition:
+            self._waiting += 1  # ahead of new calls joining the running group
+            while self._holders:
+                self._condition.wait()
+            self._waiting -= 1
+            left = self.left
+            if left is not None:
+                apply(rust, left)
+                self.left = None
+
+    def _enter(self, rust: Any, key: Any, internal: bool) -> None:
+        with self._condition:
+            # a call waiting for other settings goes before new calls joining the running group
+            if not (self._holders == 0 or (self._waiting == 0 and self._joins(key, internal))):
+                self._waiting += 1
+                while not (self._holders == 0 or self._joins(key, internal)):
+                    self._condition.wait()
+                self._waiting -= 1
+            if self._holders == 0:
+                self._key, self._internal = key, internal
+                if internal and self.left is None:
+                    self.left = read(rust)
+            self._holders += 1
+
+    def _joins(self, key: Any, internal: bool) -> bool:
+        return internal == self._internal and key == self._key
+
+    def _leave(self, rust: Any) -> None:
+        with self._condition:
+            if self._holders == 1:
+                if self._internal and self.left is not None:
+                    apply(rust, self.left)
+                # a user's call leaves its own settings: now the ones HF's last call left
+                self.left = None
+            self._holders -= 1
+            if self._holders == 0:
+                self._condition.notify_all()
+
+
+_registry_lock = fork_safe_lock(sys.modules[__name__], "_registry_lock")
+# By the Rust tokenizer's id, with the accelerated tokenizers that use the gate: tokenizers 0.22's
+# Tokenizer takes no weak reference. While one of them lives, it holds the Rust tokenizer, so the
+# id is that tokenizer's; once none does, no call is inside and the entry may go.
+_gates: dict[int, tuple[SettingsGate, weakref.WeakSet]] = {}
+
+
+@after_fork_in_child
+def _after_fork_in_child() -> None:
+    for gate, _ in list(_gates.values()):
+        gate._open()
+
+
+def gate_of(rust: Any, owner: object) -> SettingsGate:
+    """The one gate of a Rust tokenizer, however many accelerated objects (`owner`: one of them,
+    holding `rust`) share it."""
+    with _registry_lock:
+        for key in [key for key, (_, owners) in _gates.items() if not owners]:
+            del _gates[key]
+        gate, owners = _gates.setdefault(id(rust), (SettingsGate(), weakref.WeakSet()))
+        owners.add(owner)
+        return gate

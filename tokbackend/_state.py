@@ -1,0 +1,273 @@
+"""The acceleration state of one tokenizer: the build it serves with, and its counters.
+
+`AccelerationState` is what `accelerate()` attaches (reach it as `tokenizer.tokbackend`). It
+serves plain-text encodes from one immutable `Build` (`tokbackend._build`): guarded texts from
+HuggingFace, the rest from the routing's lane, through the segment cache
+where the tokenizer uses one. Every call compares the tokenizer's fingerprint with the one it
+last served; when it changed (tokens added, the normalizer replaced, ...) and so did what a build
+is made from (`Reference.content`), the state makes a new build and swaps it in, with the
+fingerprint, in one assignment. A call reads them once, so it finishes on the build it started
+with.
+"""
+
+from __future__ import annotations
+
+import logging
+from array import array
+from typing import Any
+
+from tokbackend._build import PHASES, UNBUILT, Build, FastPathError, build_for
+from tokbackend._guard import UnicodeGuard
+from tokbackend._options import AccelerationOptions
+from tokbackend._policy import FallbackReason, Truncation
+from tokbackend._process.forking import fork_safe_lock
+from tokbackend._reference import Reference
+from tokbackend._routing import Routing
+from tokbackend._segments import AddedTokenSplitter, SegmentCache, encode_through_cache
+from tokbackend._stats import AccelerationStats
+from tokbackend.backends import EncodeBackend
+from tokbackend.backends._base import is_error
+
+logger = logging.getLogger("tokbackend")
+
+_NO_GUARD = UnicodeGuard(frozenset())
+
+
+def _is_valid_text(text: str) -> bool:
+    """UTF-8 encodable: no lone surrogates (which no tokenizer can encode)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+class AccelerationState:
+    """See the module docstring. `stats()` reads the counters and the routing."""
+
+    def __init__(self, model: str, options: AccelerationOptions) -> None:
+        self.options = options
+        self.model = model
+        self.counters = AccelerationStats()
+        # the build served, and the fingerprint of the tokenizer state it was last found right for
+        self._serving: tuple[Build, object] = (UNBUILT, None)
+        self._rebuild_lock = fork_safe_lock(self, "_rebuild_lock")
+
+    # -- what stats() and the logs show ---------------------------------------------------------
+
+    @property
+    def build(self) -> Build:
+        """The build serving calls now (immutable; a rebuild replaces it)."""
+        return self._serving[0]
+
+    @property
+    def serving(self) -> tuple[Build, object]:
+        """The build serving calls now and the tokenizer fingerprint it was last found right for."""
+        return self._serving
+
+    @property
+    def backend_name(self) -> str:
+        return self.options.backend
+
+    @property
+    def fast_path_enabled(self) -> bool:
+        return self.build.disabled_reason is None
+
+    @property
+    def disabled_reason(self) -> str | None:
+        return self.build.disabled_reason
+
+    @property
+    def probe_seconds(self) -> float:
+        return self.build.probe_seconds
+
+    @property
+    def routing(self) -> Routing | None:
+        return self.build.routing
+
+    @property
+    def backend(self) -> EncodeBackend | None:
+        """The backend answering calls (None with no routing)."""
+        routing = self.build.routing
+        return None if routing is None else routing.lane.backend
+
+    @property
+    def guard(self) -> UnicodeGuard:
+        routing = self.build.routing
+        return _NO_GUARD if routing is None else routing.lane.guard
+
+    @property
+    def splitter(self) -> AddedTokenSplitter | None:
+        segments = self.build.segments
+        return None if segments is None else segments.splitter
+
+    @property
+    def segment_cache(self) -> SegmentCache | None:
+        segments = self.build.segments
+        return None if segments is None else segments.cache
+
+    def stats(self) -> dict[str, Any]:
+        """Counters and state, e.g. `{"backend": "fastokens", "backend_option": "auto", "fast_calls": 3,
+        "fallbacks": {...}}`: `backend` names what serves (the routing's backend, or "hf" while the
+        fast path is off), `backend_option` what `accelerate()` was asked for."""
+        build = self.build
+        backend_stats = {} if build.routing is None else build.routing.lane.backend.stats()
+        guard = self.guard
+        return {
+            "backend": build.routing.lane.name if build.routing is not None and build.disabled_reason is None else "hf",
+            "backend_option": self.backend_name,
+            "model": self.model,
+            "fast_path_enabled": build.disabled_reason is None,
+            "disabled_reason": build.disabled_reason,
+            "routing": None if build.routing is None else build.routing.describe(),
+            "probe_seconds": build.probe_seconds,
+            "guarded_code_points": len(guard.code_points),
+            "guard_record": guard.record.get("path"),
+            "guard": guard.source(),
+            "segment_cache": self._segment_cache_stats(build),
+            "start_up": {"phase": build.phase.value},
+            **backend_stats,
+            **self.counters.snapshot(),
+        }
+
+    def _segment_cache_stats(self, build: Build) -> dict[str, Any]:
+        if self.options.segment_cache_mib is None:
+            return {"enabled": False}
+        if build.segments is None:
+            return {"enabled": False, "unsupported": build.segments_unsupported}
+        return {"enabled": True, **build.segments.cache.stats()}
+
+    def describe(self) -> str:
+        """One line for start-up logs: backend, routing and why, guard, probe."""
+        build = self.build
+        routing = build.routing
+        if routing is None or build.disabled_reason is not None:
+            return f"backend {self.backend_name}, fast path off ({build.disabled_reason})"
+        guard = routing.lane.guard
+        return (
+            f"backend {self.backend_name} ({routing.lane.name}; {routing.reason}), "
+            f"{len(guard.code_points)} guarded code points (guard {guard.source()}), probe {build.probe_seconds * 1000:.0f} ms"
+        )
+
+    def __repr__(self) -> str:
+        state = "on" if self.fast_path_enabled else f"off ({self.disabled_reason})"
+        return f"AccelerationState(backend={self.backend_name!r}, model={self.model!r}, fast_path={state})"
+
+    def record_fallback(self, reason: FallbackReason, cause: BaseException | str | None = None, texts: int = 1) -> None:
+        self.counters.record_fallback(reason, self.model, self.backend_name, cause, texts)
+
+    # -- building -----------------------------------------------------------------------------
+
+    def serves(self, content: object) -> bool:
+        """Whether the current build was made for a tokenizer state with this content."""
+        return self._serving[0].content == content
+
+    def wait_until_prepared(self, timeout: float | None = None) -> bool:
+        """Wait for the backends' preparation (warm-ups and spares, run on a background thread
+        after `accelerate()` returns); True when it is done. Calls need not wait: they are
+        exact either way, only the first ones may be slower."""
+        preparing = self.build.preparing
+        return preparing is None or preparing.join(timeout)
+
+    def share_from(self, other: AccelerationState, reference: Reference) -> None:
+        """Serve with `other`'s build and counters (copies of one tokenizer share one backend);
+        the caller has checked that `other` serves the reference's content."""
+        with self._rebuild_lock:
+            self._swap(other.build, reference.fingerprint())
+            self.counters = other.counters
+
+    def rebuild(self, reference: Reference, changed: bool = False) -> Build:
+        """The build for the reference's current state: the current one when what a build is
+        made from has not changed, else a new one (unless another thread just made it). Called
+        by accelerate() (BackendUnavailableError propagates unless allow_hf_fallback) and by a
+        call that finds the fingerprint changed, or with `changed` by a copy (pickle, deepcopy), which must
+        not raise where HF's does not (a backend that cannot serve the tokenizer turns the fast
+        path off, logged); FastPathError with strict=True."""
+        with self._rebuild_lock:
+            fingerprint = reference.fingerprint()
+            build, seen = self._serving
+            if fingerprint == seen:
+                return build
+            content = reference.content()
+            if content != build.content:
+                build = build_for(reference, self.options, content, changed=changed or build is not UNBUILT)
+            self._swap(build, fingerprint)
+        return build
+
+    def _swap(self, build: Build, fingerprint: object) -> None:
+        """Serve with `build` from now on (the caller holds `_rebuild_lock`): the one place a
+        state's build changes. A build for another tokenizer state replaces any; otherwise the
+        step must be one `PHASES` allows (the same build, with a newer fingerprint, stays)."""
+        current = self._serving[0]
+        same_state = build is not current and build.content == current.content
+        if same_state and build.phase not in PHASES[current.phase].followed_by:
+            raise RuntimeError(
+                f"tokbackend: a build in phase {current.phase.value!r} cannot be replaced by one in phase {build.phase.value!r}"
+            )
+        self._serving = (build, fingerprint)
+
+    # -- answering ----------------------------------------------------------------------------
+
+    def answer(
+        self,
+        reference: Reference,
+        texts: list[str],
+        add_special_tokens: bool,
+        truncation: Truncation | None,
+        arrays: bool = False,
+    ) -> list[list[int]] | list[array] | None:
+        """Ids for plain texts, or None after recording why HuggingFace must answer the call.
+
+        truncation: a text may have at most `truncation.max_length` ids; a call in which any
+        text would be cut goes to HuggingFace, which truncates on the tokenizer's side.
+        arrays: each text's ids as `array('q')` rather than a list (`tokbackend.backends._arrays`).
+        """
+        build, seen = self._serving
+        if reference.fingerprint() != seen:
+            build = self.rebuild(reference)
+        if build.disabled_reason is not None:
+            self.record_fallback(FallbackReason.FAST_PATH_DISABLED, texts=len(texts))
+            return None
+        affixes = build.affixes
+        if add_special_tokens and affixes is None:
+            self.record_fallback(FallbackReason.POST_PROCESSOR, texts=len(texts))
+            return None
+        if truncation is not None and _stride_rejected(truncation, build.special_tokens):
+            self.record_fallback(FallbackReason.ARGUMENT_VALUE, f"stride {truncation.stride} too large", texts=len(texts))
+            return None
+        try:
+            segments, routing = build.segments, build.routing
+            if segments is not None and segments.worth_consulting(texts, arrays) and segments.cache.consulted(len(texts)):
+                ids, answered_by_hf = encode_through_cache(texts, segments.splitter, segments.cache, routing, reference.hf_ids)
+                if arrays:  # the cache holds lists (its other callers want lists): one conversion
+                    ids = [array("q", sequence) for sequence in ids]
+            else:
+                ids, guarded = routing.encode(texts, reference.hf_ids, arrays=arrays)
+                answered_by_hf = len(guarded)
+        except BaseException as error:  # an Exception, or a Rust panic in a backend that lets one out
+            if not is_error(error):
+                raise
+            # Bad input (a lone surrogate, say) must fail exactly as HuggingFace fails on it.
+            reason = FallbackReason.BACKEND_ERROR if all(map(_is_valid_text, texts)) else FallbackReason.BAD_INPUT
+            self.record_fallback(reason, error, texts=len(texts))
+            return None
+        if answered_by_hf:
+            self.record_fallback(FallbackReason.UNICODE_GUARD, texts=answered_by_hf)
+        if len(texts) > answered_by_hf:  # only what the backend answered counts as fast
+            self.counters.record_fast(len(texts) - answered_by_hf, arrays)
+        if add_special_tokens and (affixes[0] or affixes[1]):
+            prefix, suffix = (array("q", affix) for affix in affixes) if arrays else affixes
+            ids = [prefix + sequence + suffix for sequence in ids]
+        if truncation is not None and any(len(sequence) > truncation.max_length for sequence in ids):
+            self.record_fallback(FallbackReason.TRUNCATION, f"more than max_length={truncation.max_length} ids", texts=len(texts))
+            return None
+        return ids
+
+
+def _stride_rejected(truncation: Truncation, special_tokens: int) -> bool:
+    """HF's Rust side rejects a stride above max_length less the special tokens (ValueError); it
+    subtracts in unsigned arithmetic, so below that many it checks nothing."""
+    return truncation.max_length >= special_tokens and truncation.stride > truncation.max_length - special_tokens
+
+
+__all__ = ["AccelerationState", "FastPathError"]

@@ -1,0 +1,88 @@
+"""Counters of what the backend answered and of every hand-over to HuggingFace, by reason."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import Counter
+from typing import Any
+
+from tokbackend._policy import FallbackReason
+from tokbackend._process.forking import fork_safe_lock
+
+logger = logging.getLogger("tokbackend")
+
+
+class AccelerationStats:
+    """Thread-safe counters; the first hand-over of each reason is logged.
+
+    The fast path takes no lock: each thread counts its answered calls in cells of its own (only
+    it writes them), which `snapshot()` sums. A thread's first call registers its cells, under
+    the lock, and folds those of threads that have ended into `_ended`, so the cells kept are
+    those of live threads."""
+
+    def __init__(self) -> None:
+        self._lock = fork_safe_lock(self, "_lock")
+        self._fallbacks: Counter[str] = Counter()
+        self._local = threading.local()
+        self._cells: list[tuple[threading.Thread, list[int]]] = []  # [calls, texts, texts as arrays]
+        self._ended = [0, 0, 0]
+
+    def record_fast(self, texts: int, as_arrays: bool = False) -> None:
+        """Count one call in which the backend answered `texts` texts (as `array('q')`s, or lists)."""
+        try:
+            cells = self._local.cells
+        except AttributeError:
+            cells = self._cells_of_this_thread()
+        cells[0] += 1
+        cells[1] += texts
+        if as_arrays:
+            cells[2] += texts
+
+    def _cells_of_this_thread(self) -> list[int]:
+        cells = [0, 0, 0]
+        with self._lock:
+            live = []
+            for thread, counted in self._cells:
+                if thread.is_alive():
+                    live.append((thread, counted))
+                else:  # it writes no more: its counts are folded
+                    self._ended = [total + count for total, count in zip(self._ended, counted)]
+            live.append((threading.current_thread(), cells))
+            self._cells = live
+        self._local.cells = cells
+        return cells
+
+    def record_fallback(
+        self, reason: FallbackReason, model: str, backend: str, cause: BaseException | str | None = None, texts: int = 1
+    ) -> None:
+        """Count `texts` hand-overs to HuggingFace; log the first of each reason: INFO for the
+        routine ones (documented kwargs, the Unicode guard, bad input that HF rejects the same
+        way), WARNING for a backend that failed on valid input."""
+        with self._lock:
+            first = reason.value not in self._fallbacks
+            self._fallbacks[reason.value] += texts
+        if first:
+            if isinstance(cause, BaseException):
+                cause = f"{type(cause).__name__}: {cause}"
+            logger.log(
+                logging.WARNING if reason.is_problem else logging.INFO,
+                "%s encode for %s handed to HuggingFace (reason: %s%s); further calls with this reason "
+                "are counted in tokenizer.tokbackend.stats() without logging",
+                backend,
+                model,
+                reason.value,
+                "" if cause is None else f": {cause}",
+            )
+
+    def snapshot(self) -> dict[str, Any]:
+        with self._lock:
+            totals = list(self._ended)
+            for _, cells in self._cells:
+                totals = [total + count for total, count in zip(totals, cells)]
+            return {
+                "fast_calls": totals[0],
+                "fast_texts": totals[1],
+                "fast_texts_as_arrays": totals[2],
+                "fallbacks": dict(self._fallbacks),
+            }

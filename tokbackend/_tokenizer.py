@@ -1,0 +1,452 @@
+"""The HuggingFace-facing side: `accelerate()`, the class it generates, and the reference.
+
+`accelerate()` returns an instance of a generated subclass of the tokenizer's own class, so
+`isinstance` checks, `backend_tokenizer`, the vocabulary and every other attribute stay
+HuggingFace's. The subclass overrides the encode surface: `_encode_plus`, which `__call__`,
+`encode` and `apply_chat_template(tokenize=True)` reach, and `encode` itself for its common
+form. In both, `tokbackend._policy` decides whether the backend may answer, `tokbackend._state`
+answers, and anything else is handed to HuggingFace unchanged, counted by reason and logged once
+per reason.
+
+This is the only module that knows HuggingFace's tokenizer classes: the layers below it see an
+`HFReference` (`tokbackend._reference.Reference`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import copy
+import functools
+import threading
+import types
+from array import array
+from collections.abc import Hashable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from tokbackend import _watch as watch
+from tokbackend._lazy_encodings import lazy_batch_encoding
+from tokbackend._models import builtin_name_of
+from tokbackend._options import AccelerationOptions
+from tokbackend._policy import FallbackReason, Truncation, fast_path_reason, truncation_of, unknown_kwargs
+from tokbackend._shared_settings import PLAIN, Settings, SettingsGate, apply, gate_of, truncated
+from tokbackend._state import AccelerationState
+from tokbackend.backends import BackendUnavailableError
+from tokbackend.backends._arrays import ones_like
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
+# Set while HuggingFace itself must produce real `tokenizers.Encoding`s (e.g. `tokenize()`
+# reads `.tokens()` from them, and the reference ids the probe compares against); such calls
+# are not encode traffic.
+_hf_only = contextvars.ContextVar("tokbackend_hf_only", default=False)
+
+
+# Set by a caller that turns the ids of its encodes into `array('q')` at once (SGLang's tokenizer
+# manager: `tokbackend.integrations.sglang`): inside, fast-path ids come as such arrays, built
+# from the backend's own buffer, instead of lists of Python ints the caller would throw away.
+_ids_as_arrays = contextvars.ContextVar("tokbackend_ids_as_arrays", default=False)
+
+
+@contextlib.contextmanager
+def ids_as_arrays() -> Iterator[None]:
+    """Plain-text encodes through accelerated tokenizers inside give `array('q')` ids (and
+    attention masks), for a caller that stores them so; anything HuggingFace answers keeps its
+    lists. Only for code that converts every id sequence it gets with `array("q", ids)` before
+    anything else reads it."""
+    token = _ids_as_arrays.set(True)
+    try:
+        yield
+    finally:
+        _ids_as_arrays.reset(token)
+
+
+@contextlib.contextmanager
+def _handed_to_hf() -> Iterator[None]:
+    """HuggingFace answers whatever is called inside (our overrides step aside)."""
+    token = _hf_only.set(True)
+    try:
+        yield
+    finally:
+        _hf_only.reset(token)
+
+
+class AcceleratedTokenizerMixin:
+    """Overrides the encode surface of a HuggingFace fast tokenizer; see the module docstring."""
+
+    _tokbackend_original_class: type
+    _tokbackend: AccelerationState
+    _tokbackend_reference: HFReference
+    _tokbackend_gate: SettingsGate
+
+    @property
+    def backend_tokenizer(self):
+        # what HF's calls would have left on it, also for calls the fast path answered
+        self._tokbackend_gate.settle(self._tokenizer)
+        return self._tokenizer
+
+    @property
+    def tokbackend(self) -> AccelerationState:
+        """The acceleration state: `tokenizer.tokbackend.stats()` reads the counters."""
+        return self._tokbackend
+
+    def encode(
+        self,
+        text,
+        text_pair=None,
+        add_special_tokens=True,
+        padding=False,
+        truncation=None,
+        max_length=None,
+        stride=0,
+        padding_side=None,
+        return_tensors=None,
+        **kwargs,
+    ):
+        # The common call, `encode(text)`, goes to the policy directly, without HF's BatchEncoding
+        # round trip (~0.1 ms for a 32k-token prompt), asking for the ids alone: a tokenizer whose
+        # `model_input_names` hold token_type_ids makes `tok(text)` return them, never `encode`.
+        # Anything else (padding, truncation, tensors, a batch, more keywords) takes HF's own
+        # path: HF resolves and checks the arguments as it does for its own calls, and the call
+        # comes back through `_encode_plus`.
+        if (
+            padding is False
+            and (truncation is None or truncation is False)
+            and max_length is None
+            and return_tensors is None
+            and not kwargs
+            and type(text) is str
+            and not _hf_only.get()
+        ):
+            ids = self._tokbackend_answer(text, text_pair, add_special_tokens, {}, _ids_as_arrays.get(), ids_only=True)
+            if ids is not None:
+                if len(ids[0]) > self.model_max_length:  # HF's warning (once) about a too long sequence
+                    self._eventual_warn_about_too_long_sequence(ids[0], None, True)
+                return ids[0]
+            with _handed_to_hf():  # the hand-over is counted already
+                return super().encode(text, text_pair, add_special_tokens, stride=stride, padding_side=padding_side)
+        return super().encode(
+            text, text_pair, add_special_tokens, padding, truncation, max_length, stride, padding_side, return_tensors, **kwargs
+        )
+
+    def _encode_plus(self, text, text_pair=None, add_special_tokens=True, **kwargs):
+        if not _hf_only.get():
+            arrays = _ids_as_arrays.get() and kwargs.get("return_tensors") is None
+            ids = self._tokbackend_answer(text, text_pair, add_special_tokens, kwargs, arrays)
+            if ids is not None:
+                return self._batch_encoding(text, ids, add_special_tokens, kwargs)
+        with _handed_to_hf(), self._tokbackend_gate.entered(self._tokenizer, self._tokbackend_settings(kwargs), internal=False):
+            return super()._encode_plus(text, text_pair, add_special_tokens, **kwargs)
+
+    def _tokbackend_settings(self, kwargs: dict[str, Any]) -> tuple:
+        """Everything HF's `set_truncation_and_padding` and `encode_special_tokens` read for this
+        call: two calls with equal tuples leave the Rust tokenizer alike. The pad token is read
+        only for a padding call, as HF reads it (reading an unset one logs an error)."""
+        padding = kwargs.get("padding_strategy")
+        pads = None
+        if getattr(padding, "value", padding) not in (None, "do_not_pad"):
+            pads = (self.padding_side, self.pad_token_id, self.pad_token, self.pad_token_type_id)
+        return tuple(kwargs.get(name) for name in _SETTINGS_KWARGS), self.truncation_side, pads, self.split_special_tokens
+
+    def _tokbackend_answer(
+        self, text, text_pair, add_special_tokens, kwargs: dict[str, Any], arrays: bool = False, ids_only: bool = False
+    ) -> list[list[int]] | None:
+        """The backend's ids for this call (as `array('q')`s with `arrays`), or None after
+        recording why HuggingFace answers it. `ids_only`: the caller returns the ids alone
+        (`encode`), so the token type ids `model_input_names` may ask for are never made."""
+        state = self._tokbackend
+        returns_token_type_ids = not ids_only and "token_type_ids" in self.model_input_names
+        side, split_special_tokens = self.truncation_side, self.split_special_tokens
+        reason = fast_path_reason(text, text_pair, add_special_tokens, kwargs, split_special_tokens, returns_token_type_ids, side)
+        if reason is not None:
+            state.record_fallback(reason, ", ".join(unknown_kwargs(kwargs)) if reason is FallbackReason.UNKNOWN_KWARG else None)
+            return None
+        texts = [text] if type(text) is str else list(text)
+        truncation = truncation_of(kwargs) if kwargs else None
+        ids = state.answer(self._tokbackend_reference, texts, add_special_tokens, truncation, arrays)
+        if ids is not None:  # the settings HF's call would have left on the Rust tokenizer
+            self._tokbackend_gate.answered(PLAIN if truncation is None else _left_by(truncation, kwargs, side))
+        return ids
+
+    def tokenize(self, *args, **kwargs):
+        # HF's tokenize() reads token strings off `tokenizers.Encoding` objects, which only
+        # HuggingFace's own encode produces; it is not part of the accelerated surface.
+        with _handed_to_hf():
+            return super().tokenize(*args, **kwargs)
+
+    def _batch_encoding(self, text, ids: list[list[int]], add_special_tokens: bool, kwargs: dict[str, Any]):
+        if ids and max(map(len, ids)) > self.model_max_length:  # HF's warning (once) about a too long sequence
+            for sequence in ids:
+                self._eventual_warn_about_too_long_sequence(sequence, kwargs.get("max_length"), kwargs.get("verbose", True))
+        return_attention_mask = kwargs.get("return_attention_mask")
+        if return_attention_mask is None:
+            return_attention_mask = "attention_mask" in self.model_input_names
+        single = type(text) is str
+        data: dict[str, Any] = {"input_ids": ids[0] if single else ids}
+        if return_attention_mask:
+            # in the array form (`ids_as_arrays`) the masks are arrays too: 1.3M Python ints for
+            # a batch of 40 x 32k tokens cost more than the rest of the call around the encode
+            if ids and type(ids[0]) is array:
+                data["attention_mask"] = ones_like(ids[0]) if single else list(map(ones_like, ids))
+            else:
+                data["attention_mask"] = [1] * len(ids[0]) if single else [[1] * len(sequence) for sequence in ids]
+        # what the call saw: its texts (a list the caller may change later), settings and build
+        seen = text if single else tuple(text)
+        side, serving = self.truncation_side, self._tokbackend.serving
+        compute = functools.partial(self._tokbackend_reference.hf_encodings, seen, add_special_tokens, kwargs, side, serving)
+        return lazy_batch_encoding(data, compute)
+
+    # -- copies: pickle, deepcopy ------------------------------------------------------------
+
+    def _tokbackend_plain_copy(self) -> PreTrainedTokenizerBase:
+        """A shallow copy of the HuggingFace tokenizer underneath, without acceleration."""
+        self._tokbackend_gate.settle(self._tokenizer)  # what HF's calls would have left on it
+        plain = object.__new__(self._tokbackend_original_class)
+        plain.__dict__.update({key: value for key, value in self.__dict__.items() if key not in _OUR_ATTRIBUTES})
+        return plain
+
+    def __reduce__(self):
+        # Another process builds its own backend (nothing Rust-side crosses a pickle).
+        return (_restore, (self._tokbackend_plain_copy(), self._tokbackend.options))
+
+    def __copy__(self):
+        # A shallow copy shares HF's Rust tokenizer, so it shares the acceleration state too:
+        # no second backend load (vLLM copies the tokenizer twice while building its renderer).
+        clone = object.__new__(type(self))
+        clone.__dict__.update(self.__dict__)
+        clone._tokbackend_reference = HFReference(clone, self._tokbackend_reference.model)
+        clone._tokbackend_gate = gate_of(clone._tokenizer, clone)  # the same gate, one more user
+        return clone
+
+    def __deepcopy__(self, memo):
+        plain = copy.deepcopy(self._tokbackend_plain_copy(), memo)
+        clone = _attach(plain, self._tokbackend.options, share_from=self._tokbackend, copied=True)
+        # Keep classes layered on top of the generated one (vLLM's cached tokenizer class).
+        clone.__class__ = type(self)
+        return clone
+
+
+_OUR_ATTRIBUTES = frozenset({"_tokbackend", "_tokbackend_reference", "_tokbackend_gate"})
+# The `_encode_plus` keywords that decide the Rust tokenizer's settings during the call.
+_SETTINGS_KWARGS = (
+    "padding_strategy",
+    "truncation_strategy",
+    "max_length",
+    "stride",
+    "pad_to_multiple_of",
+    "padding_side",
+    "split_special_tokens",
+)
+
+
+class HFReference:
+    """The `Reference` of one accelerated tokenizer object: what the layers below may ask of it."""
+
+    __slots__ = ("_tokenizer", "model")
+
+    def __init__(self, tokenizer: AcceleratedTokenizerMixin, model: str) -> None:
+        self._tokenizer = tokenizer
+        self.model = model
+
+    def hf_ids(self, texts: list[str], add_special_tokens: bool = False) -> list[list[int]]:
+        """HuggingFace's own ids for plain texts (the reference the backend must match). Not
+        the user's call: it leaves the Rust settings and the length warning as they were."""
+        return self._internal(list(texts), add_special_tokens, {"split_special_tokens": False}, ("ids",))["input_ids"]
+
+    def rust_ids(self, texts: list[str]) -> list[list[int]]:
+        """The Rust tokenizer's ids for plain texts without special tokens, as a guard's
+        derivation reads them (`encode_batch_fast`: no offsets; a start-up screen's reference
+        took 40 ms through `hf_ids`, 25 so). It leaves the Rust settings as they were."""
+        rust = self._tokenizer._tokenizer
+        with _handed_to_hf(), self._tokenizer._tokbackend_gate.entered(rust, ("ids",), internal=True):
+            apply(rust, PLAIN)  # what `hf_ids` asks of `_encode_plus`, which sets the same
+            return [encoding.ids for encoding in rust.encode_batch_fast(list(texts), add_special_tokens=False)]
+
+    def hf_encodings(self, text, add_special_tokens: bool, kwargs: dict[str, Any], truncation_side: str, serving) -> list:
+        """HuggingFace's own `tokenizers.Encoding`s for a call the fast path answered with the
+        build and fingerprint `serving` (the call warned already, if HF's would have). After a
+        change to the tokenizer, those of the state the call saw."""
+        build, fingerprint = serving
+        tokenizer = self._tokenizer
+        if self.fingerprint() == fingerprint or build.tokenizer_json is None:
+            key = ("encodings", tokenizer._tokbackend_settings(kwargs))
+            return self._internal(text, add_special_tokens, kwargs, key).encodings
+        rust = _rust_as_built(build.tokenizer_json, threading.get_ident())
+        apply(rust, _left_by(truncation_of(kwargs) if kwargs else None, kwargs, truncation_side))
+        return rust.encode_batch([text] if type(text) is str else list(text), add_special_tokens=add_special_tokens)
+
+    def _internal(self, text, add_special_tokens: bool, kwargs: dict[str, Any], key: Hashable):
+        tokenizer = self._tokenizer
+        with _handed_to_hf(), tokenizer._tokbackend_gate.entered(tokenizer._tokenizer, key, internal=True):
+            hf = super(AcceleratedTokenizerMixin, tokenizer)
+            return hf._encode_plus(text, None, add_special_tokens, **{**kwargs, "verbose": False})
+
+    def tokenizer_json(self) -> str:
+        return watch.tokenizer_json_for_backends(self._tokenizer._tokenizer)
+
+    def fingerprint(self) -> Hashable:
+        return watch.fingerprint(self._tokenizer._tokenizer, self._tokenizer)
+
+    def content(self) -> Hashable:
+        return watch.content(self._tokenizer._tokenizer)
+
+    def added_tokens(self) -> list[str]:
+        return [str(token) for token in self._tokenizer.added_tokens_decoder.values()]
+
+    def special_tokens_count(self) -> int:
+        return self._tokenizer._tokenizer.num_special_tokens_to_add(False)
+
+
+def _left_by(truncation: Truncation | None, kwargs: dict[str, Any], truncation_side: str) -> Settings:
+    """The Rust settings HF's call leaves, for a call the fast path may answer with this
+    `truncation` (`truncation_of(kwargs)`, which the caller has read already)."""
+    if truncation is None:
+        return PLAIN
+    return truncated(truncation.max_length, truncation.stride, kwargs["truncation_strategy"].value, truncation_side)
+
+
+@functools.lru_cache(maxsize=2)
+def _rust_as_built(tokenizer_json: str, thread: int) -> Any:
+    """A private Rust tokenizer of a state the shared one has left: HF's own encode of that
+    state, for results made before a change. One per thread (`thread`: its ident), which alone
+    sets its settings and encodes with it: no lock, and no other thread's settings in between."""
+    from tokenizers import Tokenizer
+
+    return Tokenizer.from_str(tokenizer_json)
+
+
+def reference_of(tokenizer: AcceleratedTokenizerMixin) -> HFReference:
+    """The reference an accelerated tokenizer hands the layers below it (for `tokbackend verify`)."""
+    return tokenizer._tokbackend_reference
+
+
+def model_name(tokenizer: Any) -> str:
+    """The name logs and errors use: a built-in model's name, else its name or path, else its class."""
+    name_or_path = str(getattr(tokenizer, "name_or_path", "") or type(tokenizer).__name__)
+    return builtin_name_of(name_or_path) or name_or_path
+
+
+def _restore(plain: PreTrainedTokenizerBase, options: AccelerationOptions) -> PreTrainedTokenizerBase:
+    # HF's tokenizer unpickles whatever state it was in; ours then serves it as it can (a
+    # backend that cannot serve that state hands every call to HF, as the pickled one did)
+    return _attach(plain, options, copied=True)
+
+
+_accelerated_classes: dict[type, type] = {}
+
+
+def accelerated_class(original: type) -> type:
+    """The generated subclass of `original` that overrides only the encode surface.
+
+    It keeps the original's name, so code that reads `type(tokenizer).__name__` (and
+    `save_pretrained`, which records it) sees what it always saw; its overrides carry the names
+    of the methods they override, so an error that names one (`got multiple values for keyword
+    argument ...`) reads as HF's.
+    """
+    generated = _accelerated_classes.get(original)
+    if generated is not None:
+        return generated
+    namespace = {
+        "__module__": original.__module__,
+        "__qualname__": original.__qualname__,
+        "_tokbackend_original_class": original,
+    }
+    for name in ("encode", "_encode_plus"):
+        namespace[name] = _named_like(AcceleratedTokenizerMixin.__dict__[name], getattr(original, name))
+    # two threads may both make one; `setdefault` (atomic) keeps the first, and both return it
+    return _accelerated_classes.setdefault(original, type(original.__name__, (AcceleratedTokenizerMixin, original), namespace))
+
+
+def _named_like(function: types.FunctionType, overridden: Any) -> types.FunctionType:
+    """A copy of `function` (same code, same `super()` cell) named like `overridden`."""
+    copied = types.FunctionType(
+        function.__code__, function.__globals__, function.__name__, function.__defaults__, function.__closure__
+    )
+    copied.__kwdefaults__ = function.__kwdefaults__
+    copied.__annotations__ = dict(getattr(overridden, "__annotations__", {}))
+    copied.__doc__ = getattr(overridden, "__doc__", None)
+    copied.__module__ = getattr(overridden, "__module__", function.__module__)
+    copied.__qualname__ = getattr(overridden, "__qualname__", function.__qualname__)
+    return copied
+
+
+def _attach(
+    tokenizer: PreTrainedTokenizerBase,
+    options: AccelerationOptions,
+    share_from: AccelerationState | None = None,
+    copied: bool = False,
+) -> PreTrainedTokenizerBase:
+    accelerated = copy.copy(tokenizer)
+    accelerated.__class__ = accelerated_class(type(tokenizer))
+    reference = HFReference(accelerated, model_name(tokenizer))
+    accelerated._tokbackend_reference = reference
+    accelerated._tokbackend_gate = gate_of(accelerated._tokenizer, accelerated)
+    accelerated._tokbackend = state = AccelerationState(reference.model, options)
+    if share_from is not None and share_from.serves(reference.content()):
+        # The backends are immutable once built, so a copy shares them (and the counters).
+        state.share_from(share_from, reference)
+    else:
+        state.rebuild(reference, changed=copied)  # a copy must not raise where HF's does not
+    return accelerated
+
+
+def accelerate(
+    tokenizer: PreTrainedTokenizerBase,
+    backend: str | None = None,
+    *,
+    options: AccelerationOptions | None = None,
+    **changes: Any,
+) -> PreTrainedTokenizerBase:
+    """Return a copy of `tokenizer` whose plain-text encode runs on a fast backend.
+
+    `backend` and keyword `changes` override fields of `options` (default `AccelerationOptions()`,
+    whose docstring lists them: backend, strict, probe, allow_hf_fallback, unicode_guard,
+    cache_budget_mib, ...). The copy is an instance of a subclass of the tokenizer's own class;
+    hand it to any consumer of the original. The original is left as it was (the two share
+    HuggingFace's Rust state, so tokens added through either are seen by both; the copy's
+    backend follows).
+
+    >>> fast = accelerate(AutoTokenizer.from_pretrained("Qwen/Qwen3-8B"))  # doctest: +SKIP
+    >>> fast.encode("hello") == original.encode("hello")  # doctest: +SKIP
+    True
+    >>> fast.tokbackend.stats()["routing"]  # doctest: +SKIP
+    {'backend': 'fastokens', 'reason': "the first in auto's order that is exact (fastokens, gigatoken)"}
+    """
+    from transformers import PreTrainedTokenizerBase
+
+    if not isinstance(tokenizer, PreTrainedTokenizerBase):
+        raise TypeError(f"accelerate() takes a transformers tokenizer, got {type(tokenizer).__name__}")
+    options = options or AccelerationOptions()
+    if backend is not None:
+        changes["backend"] = backend
+    if changes:
+        options = options.replace(**changes)
+    if isinstance(tokenizer, AcceleratedTokenizerMixin):
+        tokenizer = tokenizer._tokbackend_plain_copy()
+    if getattr(tokenizer, "_tokenizer", None) is None or not getattr(tokenizer, "is_fast", False):
+        raise BackendUnavailableError(
+            f"tokbackend: {model_name(tokenizer)} is loaded as a slow (Python) tokenizer {type(tokenizer).__name__}; "
+            "accelerate() needs a fast tokenizer (load it with use_fast=True)"
+        )
+    return _attach(tokenizer, options)
+
+
+def accelerate_like(tokenizer: PreTrainedTokenizerBase, earlier: PreTrainedTokenizerBase) -> PreTrainedTokenizerBase | None:
+    """`tokenizer` accelerated with the build that `earlier` (an accelerated tokenizer) serves,
+    as a copy of it would be (no second backend load, no second probe, one set of counters), or
+    None where the two might encode differently: another class, another model, or a Rust
+    tokenizer that differs in anything a build is made from (its pipeline, added tokens and the
+    whole tokenizer.json the backends load, vocabulary included)."""
+    if not isinstance(earlier, AcceleratedTokenizerMixin) or isinstance(tokenizer, AcceleratedTokenizerMixin):
+        return None
+    state = earlier._tokbackend
+    if type(tokenizer) is not earlier._tokbackend_original_class or model_name(tokenizer) != state.model:
+        return None
+    rust = getattr(tokenizer, "_tokenizer", None)
+    build = state.build
+    if rust is None or build.tokenizer_json is None or watch.content(rust) != build.content:
+        return None
+    if watch.tokenizer_json_for_backends(rust) != build.tokenizer_json:
+        return None
+    return _attach(tokenizer, state.options, share_from=state)

@@ -1,0 +1,760 @@
+"""`verify_model`: the pre-deploy gate behind `tokbackend verify <model>`.
+
+Steps: load the backend for the model (for "auto": the backend auto chooses, as a deployment
+would, which is then the one verified); boot probe; exhaustive code-point scan; Hypothesis
+properties per input class; calls with keyword arguments, valid and invalid, and the result
+objects they return; changes to the tokenizer after acceleration; threads, left-behind state,
+warnings and result objects as HF's (`equivalence.sharing`); the segment cache on
+conversations; chat-template path; grammar gate; a speed line. Each step yields a `StepResult`.
+
+Every step compares answers, exceptions included: HF raising (padding without a pad token) is
+an answer ours must match, never a crash of the gate. An error of verify's own inside a step is
+that step's `error` (exit 8: no verdict), never a traceback read as a mismatch. The exit codes are
+`EXIT_CODES`, the one table `--help` and docs/verify.md print.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import datetime
+import logging
+import os
+import platform
+import statistics
+import tempfile
+import time
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+from tokbackend._options import DEFAULT_BACKEND
+from tokbackend._wording import counted
+from tokbackend.backends._base import is_error
+
+EXIT_OK, EXIT_MISMATCH, EXIT_USAGE, EXIT_GRAMMAR, EXIT_NOT_FOUND, EXIT_MISSING_TOOLS = 0, 1, 2, 3, 4, 5
+EXIT_UNAVAILABLE, EXIT_PARTIAL, EXIT_HARNESS = 6, 7, 8
+# What each exit code means: `tokbackend verify --help` prints this table, docs/verify.md holds
+# it word for word (tests/test_docs.py).
+EXIT_CODES: dict[int, str] = {
+    EXIT_OK: "the backend is exact and usable for this model: every step ran and passed (or a passing `--quick`, "
+    "whose verdict names what it skipped)",
+    EXIT_MISMATCH: "a mismatch was found (minimal counterexamples are printed), or the fast path answered none of "
+    "a step's inputs",
+    EXIT_USAGE: "usage error: an unknown option, or an unknown step in `--only`",
+    EXIT_GRAMMAR: "the grammar gate failed",
+    EXIT_NOT_FOUND: "the model was not found locally (the message says how to put it into the cache)",
+    EXIT_MISSING_TOOLS: "a tool verify needs is not installed (the message names the extra: `pip install 'tokbackend[verify]'`)",
+    EXIT_UNAVAILABLE: "the model cannot be served: the backend cannot serve it (the reason is printed), or "
+    "HuggingFace cannot load its files (the file and the cause are printed)",
+    EXIT_PARTIAL: "every step that ran passed, but some were skipped (`--only`, a missing tool): not a full verification",
+    EXIT_HARNESS: "no verdict: a step stopped on an error before it could compare answers (an error of verify's "
+    "harness; the step and the error are printed, the traceback is in the `--json` report): not a mismatch, not a pass",
+}
+# Where a run has several outcomes, it exits with the first of these that applies.
+EXIT_PRECEDENCE = (EXIT_NOT_FOUND, EXIT_UNAVAILABLE, EXIT_MISMATCH, EXIT_GRAMMAR, EXIT_HARNESS, EXIT_PARTIAL)
+# The exit code each step status stands for ("ok", "info" and "skipped" stand for none).
+STATUS_EXIT = {
+    "not_found": EXIT_NOT_FOUND,
+    "unloadable": EXIT_UNAVAILABLE,
+    "unavailable": EXIT_UNAVAILABLE,
+    "mismatch": EXIT_MISMATCH,
+    "grammar": EXIT_GRAMMAR,
+    "error": EXIT_HARNESS,
+}
+# The steps after load and boot probe: the names `only` (and `--only`) take, and their titles.
+STEP_TITLES = {
+    "scan": "code-point scan",
+    "properties": "hypothesis properties",
+    "arguments": "arguments and results",
+    "changes": "changes after acceleration",
+    "sharing": "threads, state, warnings, results",
+    "segments": "segment cache",
+    "chat": "chat template",
+    "grammar": "grammar gate",
+    "speed": "speed",
+}
+STEPS = tuple(STEP_TITLES)
+# What `quick` leaves out (the minutes of a verification; the other steps run fewer examples),
+# and the detail of those steps: a quick check that passes exits 0, its verdict naming them.
+QUICK_SKIPS = ("scan", "changes", "grammar")
+QUICK_DETAIL = "--quick"
+
+
+@dataclasses.dataclass
+class StepResult:
+    name: str
+    status: str  # "ok", "info", "skipped", or one of STATUS_EXIT
+    detail: str
+    seconds: float
+    data: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass
+class VerifyReport:
+    model: str
+    backend: str
+    steps: list[StepResult]
+    # what was checked: each concrete backend serving the model (for "auto", the one it chose),
+    # with its libraries' versions and the guard record that applied; certified only where the
+    # run exits 0
+    checked: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        codes = {STATUS_EXIT[step.status] for step in self.steps if step.status in STATUS_EXIT}
+        if any(step.status == "skipped" and step.detail != QUICK_DETAIL for step in self.steps):
+            codes.add(EXIT_PARTIAL)
+        return next((code for code in EXIT_PRECEDENCE if code in codes), EXIT_OK)
+
+    def served_by(self) -> str:
+        """'auto -> fastokens 0.3.5' (or just the backend when it was named)."""
+        names = [
+            f"{entry['backend']} ({', '.join(f'{library} {value}' for library, value in entry['versions'].items())})"
+            for entry in self.checked
+        ]
+        if not names:
+            return self.backend
+        return f"{self.backend} -> {', '.join(names)}" if self.backend != self.checked[0]["backend"] else names[0]
+
+    def as_json(self) -> dict[str, Any]:
+        """The report as written by `--json`: enough to compare two runs or attach to a deploy.
+        `certified` (what a deploy may serve) is there only where the run exits 0."""
+        load = next((step for step in self.steps if step.name == "load"), None)
+        exit_code = self.exit_code
+        return {
+            "model": self.model,
+            "backend": self.backend,
+            "exit_code": exit_code,
+            "verdict": verdict(self),
+            "finished_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "versions": library_versions(),
+            "guard_record": None if load is None else load.data.get("guard_record"),
+            "checked": self.checked,
+            **({"certified": self.checked} if exit_code == EXIT_OK else {}),
+            "host": {
+                "hostname": platform.node(),
+                "platform": platform.platform(),
+                "python": platform.python_version(),
+                "cpus": os.cpu_count(),
+            },
+            "steps": [dataclasses.asdict(step) for step in self.steps],
+        }
+
+
+def library_versions() -> dict[str, str | None]:
+    """Versions of tokbackend and every library whose behaviour a verify result depends on:
+    HuggingFace's, each registered backend's (`versioned_libraries`), the gates' tools."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from tokbackend.backends import available_backends, versioned_libraries
+
+    backend_libraries = versioned_libraries(available_backends())
+    versions: dict[str, str | None] = {}
+    for library in dict.fromkeys(("tokbackend", "tokenizers", "transformers", *backend_libraries, "xgrammar", "hypothesis")):
+        try:
+            versions[library] = version(library)
+        except PackageNotFoundError:
+            versions[library] = None
+    return versions
+
+
+def _first_line(error: BaseException) -> str:
+    """'ValueError: the message's first line' (the class alone for an empty message)."""
+    lines = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {lines[0]}" if lines else type(error).__name__
+
+
+class _Step:
+    """Times one step and appends its result to the report. An error that escapes the step is
+    its result: status "error" (exit 8) with the error's first line, the traceback in its data."""
+
+    def __init__(self, report: VerifyReport, name: str, announce: Callable[[str], None]) -> None:
+        self.report, self.name, self.announce = report, name, announce
+        self.finished = False
+
+    def __enter__(self) -> _Step:
+        self.started = time.perf_counter()
+        self.announce(f"== {self.name}")
+        return self
+
+    def done(self, status: str, detail: str, **data: Any) -> None:
+        result = StepResult(self.name, status, detail, round(time.perf_counter() - self.started, 2), data)
+        if self.finished:  # an error after the step's result: the error stands instead
+            self.report.steps.pop()
+        self.report.steps.append(result)
+        self.finished = True
+        self.announce(f"   {status}: {detail}")
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, trace: Any) -> bool:
+        if error is None or not is_error(error):
+            return False
+        self.done(
+            "error",
+            f"stopped on {_first_line(error)} before it could compare answers (no verdict on this step; the traceback "
+            "is in --json)",
+            traceback="".join(traceback.format_exception(kind, error, trace)),
+        )
+        return True
+
+
+def verify_model(
+    model: str,
+    backend: str = DEFAULT_BACKEND,
+    profile: str = "ci",
+    examples: int | None = None,
+    seed: int = 0,
+    quick: bool = False,
+    announce: Callable[[str], None] = print,
+    progress: bool = True,
+    code_points: list[int] | None = None,
+    only: set[str] | None = None,
+) -> VerifyReport:
+    """Run the gate for `model` (built-in name, local directory, or hub id in the local cache).
+
+    backend: a backend name ("auto", "gigatoken", ...) or a server flag's value
+        ("tokbackend-auto"), which verifies the lane that flag serves.
+    code_points: scan only these (default: every code point, see `tokbackend._guard.derive`).
+    only: run only these of the steps after load and boot probe (`STEPS`); the others are
+        reported as skipped.
+    """
+    import tokbackend
+    from tokbackend._build import FastPathError
+    from tokbackend._guard import GuardUnavailableError
+    from tokbackend._loading import ModelFilesError
+    from tokbackend._probe import run_probe
+    from tokbackend._tokenizer import reference_of
+    from tokbackend.backends import BackendUnavailableError
+    from tokbackend.integrations._common import backend_for_flag
+
+    backend = backend_for_flag(backend) or backend
+    report = VerifyReport(model, backend, [])
+    with _Step(report, "load", announce) as step:
+        try:
+            hf = tokbackend.load_hf(model)
+        except tokbackend.ModelNotFoundError as error:
+            step.done("not_found", error.cli_message)
+            return report
+        except ModelFilesError as error:
+            step.done("unloadable", str(error).removeprefix("tokbackend: "))
+            return report
+        except Exception as error:  # noqa: BLE001 - whatever HF raises is why it cannot load the model
+            step.done("unloadable", f"HuggingFace cannot load {model!r}: {_first_line(error)}")
+            return report
+        try:
+            # The backend a deployment gets (for "auto": the one it chooses, probe included; a
+            # named one that fails the probe is verified all the same: the probe step says so) ...
+            deployed = tokbackend.accelerate(hf, backend=backend)
+            if deployed.tokbackend.routing is None:
+                step.done("unavailable", f"backend {backend!r} cannot serve {model}: {deployed.tokbackend.disabled_reason}")
+                return report
+            lane = deployed.tokbackend.routing.lane
+            # ... then verified on its own: the probe's safety net is left off so that every
+            # step sees the backend's own answers (through the Unicode guard, as deployed), and
+            # the segment cache is off (every text reaches the backend; it has its own step).
+            accelerated = tokbackend.accelerate(hf, backend=lane.name, probe=False, segment_cache_mib=None)
+        except (BackendUnavailableError, GuardUnavailableError, FastPathError) as error:
+            step.done("unavailable", str(error).removeprefix("tokbackend: "))
+            return report
+        except BaseException as error:
+            if not is_error(error):
+                raise
+            step.done("unavailable", f"backend {backend!r} cannot serve {model}: {_first_line(error)}")
+            return report
+        acceleration = accelerated.tokbackend
+        guard = acceleration.guard
+        report.checked = [_checked(lane)]
+        chose = "" if lane.name == backend else f" (auto chose {lane.name}: {deployed.tokbackend.routing.reason})"
+        step.done(
+            "ok",
+            f"{type(hf).__name__}, {counted(len(hf), 'token')}, backend {lane.name!r} loaded{chose}; "
+            f"Unicode guard: {guard.describe()}",
+            guard=guard.by_class(),
+            guard_code_points=len(guard.code_points),
+            guard_record=guard.record.get("path"),
+        )
+    if report.steps[-1].status != "ok":  # an error of verify's own while loading: nothing to verify
+        return report
+
+    with _Step(report, "boot probe", announce) as step:
+        result = run_probe(acceleration.backend, reference_of(accelerated), acceleration.guard)
+        if result.mismatch is None:
+            step.done("ok", f"{counted(result.strings, 'edge string')} agree ({result.seconds * 1000:.1f} ms)")
+        else:
+            mismatch = result.mismatch
+            detail = f"{mismatch.text!r}: backend {mismatch.backend_ids[:12]} vs HF {mismatch.hf_ids[:12]}"
+            step.done("mismatch", f"edge string differs at index {mismatch.first_difference}: {detail}")
+
+    skipped_by_quick = set(QUICK_SKIPS) if quick else set()
+    runners: dict[str, Callable[[_Step], None]] = {
+        "scan": lambda step: _code_point_scan(step, hf, acceleration.backend, accelerated, announce, progress, code_points),
+        "properties": lambda step: _properties(step, hf, accelerated, profile, examples, seed, quick, announce, progress),
+        "arguments": lambda step: _arguments(step, hf, accelerated, profile, examples, seed, quick, announce),
+        "changes": lambda step: _changes(step, hf, lane.name, announce),
+        "sharing": lambda step: _sharing(step, hf, lane.name, guard, announce),
+        "segments": lambda step: _segments(step, hf, lane.name, profile, examples, seed, quick, announce),
+        "chat": lambda step: _chat_template(step, hf, accelerated, announce),
+        "grammar": lambda step: _grammar(step, hf, accelerated, announce),
+        "speed": lambda step: _speed(step, hf, accelerated, announce),
+    }
+    for key, title in STEP_TITLES.items():
+        if key in skipped_by_quick:
+            report.steps.append(StepResult(title, "skipped", QUICK_DETAIL, 0.0))
+        elif only is not None and key not in only:
+            report.steps.append(StepResult(title, "skipped", "not in --only", 0.0))
+        else:
+            with _Step(report, title, announce) as step:
+                runners[key](step)
+            _release_memory()
+    return report
+
+
+def _release_memory() -> None:
+    """Collect what a step (or one change of the changes step) left behind: its tokenizer copies
+    hold reference cycles, so their builds stay until a full collection, and glibc keeps what they
+    freed resident. Collected and trimmed, verify's peak is about one step's (Qwen3.6: 5.7 GB
+    had been reached, with each step's copies still resident under the next)."""
+    import gc
+
+    from tokbackend.backends._renewal import release_freed_memory
+
+    gc.collect()
+    release_freed_memory()
+
+
+def _checked(lane) -> dict[str, Any]:
+    """What a lane is, for the report: the backend, its libraries' versions, its guard record."""
+    from tokbackend._guard import guard_versions
+    from tokbackend.backends import backend_class
+
+    versions = guard_versions(tuple(backend_class(lane.name).versioned_libraries))
+    return {"backend": lane.name, "versions": versions, "guard": lane.guard.source()}
+
+
+def _code_point_scan(step: _Step, hf, raw_backend, accelerated, announce, progress, code_points) -> None:
+    from tokbackend._guard.contexts import derive_contexts
+    from tokbackend._guard.derive import code_points_to_scan
+    from tokbackend._guard.scan import scan
+    from tokbackend.backends import reference_backend
+
+    tokenizer_json = hf.backend_tokenizer.to_str()
+    reference = reference_backend()
+    hf_batch = reference(tokenizer_json, reference.Options()).encode_batch
+    before = accelerated.tokbackend.stats()["fast_texts"]
+
+    def accelerated_batch(texts):
+        return accelerated(texts, add_special_tokens=False)["input_ids"]
+
+    candidates = {"raw": raw_backend.encode_batch, "accelerated": accelerated_batch}
+    contexts = derive_contexts(tokenizer_json)
+    if code_points is None:  # the same plan as the guard's derivation
+        code_points = code_points_to_scan(hf_batch, candidates)
+    bar = _bar(len(contexts), "contexts", progress)
+    results = scan(hf_batch, candidates, contexts, code_points, progress=lambda _: bar.update())
+    bar.close()
+    raw, ours = results["raw"], results["accelerated"]
+    answered = accelerated.tokbackend.stats()["fast_texts"] - before
+    detail = f"accelerated: {ours.summary()}; raw backend: {raw.summary()}; backend answered {answered} texts"
+    data = {"raw_divergent": raw.all_divergent, "accelerated_divergent": ours.all_divergent, "backend_answered": answered}
+    if ours.all_divergent:
+        template, code_point = ours.example()
+        text = template.format(chr(code_point))
+        expected, actual = hf_batch([text])[0], accelerated_batch([text])[0]
+        announce(f"counterexample: {text!r} (U+{code_point:04X} in context {template!r}): HF {expected}, accelerated {actual}")
+        step.done("mismatch", detail, counterexample=text, **data)
+    elif answered == 0:
+        step.done("mismatch", "the fast path answered none of the scan's texts: this scan proves nothing", **data)
+    else:
+        step.done("ok", detail, **data)
+
+
+def _base_settings(profile: str, examples: int | None, quick: bool):
+    """The Hypothesis settings of the property steps: the profile, capped by --examples and --quick."""
+    from hypothesis import settings
+
+    base = settings.get_profile(profile)
+    if examples is not None:
+        base = settings(base, max_examples=examples)
+    if quick:
+        base = settings(base, max_examples=min(base.max_examples, 10))
+    return base
+
+
+def _added_tokens(hf) -> list[str]:
+    return [str(token) for token in hf.added_tokens_decoder.values()]
+
+
+def _properties(step: _Step, hf, accelerated, profile, examples, seed, quick, announce, progress) -> None:
+    from hypothesis import Phase, settings
+
+    from equivalence.differential import find_mismatch, in_every_form
+    from equivalence.strategies import input_classes
+
+    base = _base_settings(profile, examples, quick)
+    classes = input_classes(_added_tokens(hf))
+    if quick:
+        classes.pop("long_prompts")
+    before = accelerated.tokbackend.stats()["fast_texts"]
+    mismatches = []
+    bar = _bar(len(classes), "input classes", progress)
+    for name, strategy in classes.items():
+        # Long prompts cost ~100 ms of HF time each: a handful proves the point, and a
+        # mismatch is reported as found (shrinking a 32k-token text takes minutes of HF calls).
+        class_settings = base
+        if name == "long_prompts":
+            unshrunk = [phase for phase in base.phases if phase is not Phase.shrink]
+            class_settings = settings(base, max_examples=min(base.max_examples, 5), phases=unshrunk)
+        class_settings = settings(class_settings, derandomize=False) if seed else class_settings
+        mismatch = find_mismatch(hf.encode, in_every_form(accelerated), strategy(), name, class_settings, seed or None)
+        if mismatch is not None:
+            mismatches.append(mismatch)
+            announce(mismatch.report())
+        bar.update()
+    bar.close()
+    per_class = base.max_examples
+    answered = accelerated.tokbackend.stats()["fast_texts"] - before
+    if mismatches:
+        step.done(
+            "mismatch",
+            f"{len(mismatches)} of {len(classes)} input classes disagree",
+            counterexamples=[m.report() for m in mismatches],
+        )
+    elif answered == 0:
+        step.done("mismatch", "the fast path answered none of the examples: a gate the backend took no part in proves nothing")
+    else:
+        step.done(
+            "ok",
+            f"{len(classes)} input classes agree (up to {per_class} examples each, profile {profile!r}); "
+            f"backend answered {answered} texts",
+            backend_answered=answered,
+        )
+
+
+def _arguments(step: _Step, hf, accelerated, profile, examples, seed, quick, announce) -> None:
+    """Calls with keyword arguments drawn from the values HF's own checks distinguish: the same
+    result or the same exception class as HF; and the result objects' surface (Encodings,
+    mappings, pickling) on plain calls equal to HF's."""
+    from hypothesis import settings
+
+    from equivalence.arguments import calls, outcome
+    from equivalence.differential import find_mismatch
+    from equivalence.surface import surface
+
+    before = accelerated.tokbackend.stats()["fast_texts"]
+    base = _base_settings(profile, examples, quick)
+    base = settings(base, max_examples=base.max_examples * 4, derandomize=not seed)
+    mismatch = find_mismatch(
+        lambda call: list(outcome(hf, call)),
+        lambda call: list(outcome(accelerated, call)),
+        calls(_added_tokens(hf)),
+        "calls",
+        base,
+        seed or None,
+    )
+    if mismatch is not None:
+        announce(mismatch.report())
+        step.done("mismatch", f"a call differs from HF's: {mismatch.text!r}", counterexamples=[mismatch.report()])
+        return
+    texts = ["Hello, world!", "x <|im_end|> y " + "\u4e2d\u6587 " * 5, ""]
+    plain_calls = {"one text": texts[0], "a batch": texts, "an empty text": texts[2]}
+    for name, text in plain_calls.items():
+        ours, theirs = surface(accelerated(text)), surface(hf(text))
+        if ours != theirs:
+            differing = sorted(key for key in theirs if ours.get(key) != theirs[key])
+            step.done("mismatch", f"the result of {name} differs from HF's in {', '.join(differing[:6])}")
+            return
+    answered = accelerated.tokbackend.stats()["fast_texts"] - before
+    if answered == 0:
+        step.done("mismatch", "the fast path answered none of the calls: this step proves nothing")
+        return
+    step.done(
+        "ok",
+        f"calls with valid and invalid arguments agree (up to {base.max_examples} examples: ids or exception class); "
+        f"result objects equal HF's on {len(plain_calls)} calls; backend answered {answered} texts",
+        backend_answered=answered,
+    )
+
+
+def _changes(step: _Step, hf, backend, announce) -> None:
+    """Each change to a copy of the tokenizer after acceleration (tokens added, flags changed,
+    normalizer, pre-tokenizer, post-processor replaced or changed in place), through the
+    accelerated object and through the plain tokenizer sharing its state: every text of the
+    change then encodes as HF. Each copy is a deep copy, which shares the accelerated
+    tokenizer's build until the change makes it rebuild (and, here, the vocabulary and merges
+    transformers keeps from loading, which no change touches: copying them takes seconds).
+
+    The changed tokenizers are verify's own: what their rebuilds log (a backend that cannot
+    serve one, a guard derived for one) goes into the step's result, not to the user's console,
+    and the guard records derived for them into a scratch directory, not the user's cache."""
+    import copy
+
+    import tokbackend
+    from equivalence.changes import CHANGES, texts_for
+    from equivalence.differential import answer_of
+
+    template = tokbackend.accelerate(hf, backend=backend)
+    answered = 0
+    kept = {id(value): value for value in vars(template).values() if isinstance(value, (dict, list)) and len(value) > 10_000}
+    with _logs_kept() as logs, _scratch_cache():
+        for index, change in enumerate(CHANGES):
+            accelerated = copy.deepcopy(template, dict(kept))
+            original = accelerated._tokbackend_plain_copy()  # the HF object, sharing its Rust tokenizer
+            texts = texts_for(change, original)
+            change.apply(original if index % 2 == 0 else accelerated)
+            before = accelerated.tokbackend.stats()["fast_texts"]
+            for text in texts:
+                expected, actual = answer_of(original.encode, text), answer_of(accelerated.encode, text)
+                if actual != expected:
+                    announce(f"after {change.name}: {text!r}: HF {str(expected)[:80]}, accelerated {str(actual)[:80]}")
+                    step.done("mismatch", f"after {change.name}, {text!r} differs from HF's ids", counterexample=text, logs=logs)
+                    return
+            answered += accelerated.tokbackend.stats()["fast_texts"] - before
+            del accelerated, original
+            _release_memory()
+    if answered == 0:
+        nothing = "the fast path answered none of the texts after any change: this step proves nothing"
+        step.done("mismatch", nothing, logs=logs)
+        return
+    turned_off = sum(1 for line in logs if line.startswith("ERROR"))
+    step.done(
+        "ok",
+        f"{len(CHANGES)} kinds of change seen on the next call; backend answered {answered} texts"
+        + (f"; HF serves {turned_off} of them, which the backend cannot (why: --json)" if turned_off else ""),
+        logs=logs,
+    )
+
+
+@contextlib.contextmanager
+def _logs_kept():
+    """The list of tokbackend's log lines meanwhile ('LEVEL message'), which reach no handler."""
+    logger = logging.getLogger("tokbackend")
+    lines: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            lines.append(f"{record.levelname} {record.getMessage()}")
+
+    handler, propagate = Keep(), logger.propagate
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        yield lines
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = propagate
+
+
+@contextlib.contextmanager
+def _scratch_cache():
+    """tokbackend's cache directory (guard records, their locks) in a temporary directory meanwhile."""
+    from tokbackend._cache_dir import CACHE_DIR_ENV
+
+    previous = os.environ.get(CACHE_DIR_ENV)
+    with tempfile.TemporaryDirectory(prefix="tokbackend-verify-") as scratch:
+        os.environ[CACHE_DIR_ENV] = scratch
+        try:
+            yield
+        finally:
+            if previous is None:
+                del os.environ[CACHE_DIR_ENV]
+            else:
+                os.environ[CACHE_DIR_ENV] = previous
+
+
+def _sharing(step: _Step, hf, backend, guard, announce) -> None:
+    """What a tokenizer shares beyond ids (`equivalence.sharing`): truncating calls from four
+    threads beside guarded texts, the Rust settings and saved tokenizer.json after a sequence of
+    calls, the length warning, and result objects after edits and changes; each on a fresh pair
+    of an HF copy and an accelerated copy that share no Rust state."""
+    import copy
+
+    import tokbackend
+    from equivalence.sharing import length_warnings, result_operations, settings_left, threads_with_truncation
+
+    # any guarded code point: the guard hands a text holding it to HF (an internal call)
+    printable = sorted(code_point for code_point in guard.code_points if chr(code_point).isprintable())
+    guarded = f"a {chr(printable[0])} b" if printable else "a b"
+    kept = {id(value): value for value in vars(hf).values() if isinstance(value, (dict, list)) and len(value) > 10_000}
+    checks = {
+        "threads": lambda pair: threads_with_truncation(*pair, guarded),
+        "state": lambda pair: settings_left(*pair, guarded),
+        "warnings": lambda pair: length_warnings(*pair, guarded),
+        "results": lambda pair: result_operations(*pair),
+    }
+    for name, check in checks.items():
+        pair = (
+            copy.deepcopy(hf, dict(kept)),
+            tokbackend.accelerate(copy.deepcopy(hf, dict(kept)), backend=backend),
+        )
+        failure = check(pair)
+        if failure is not None:
+            announce(f"{name}: {failure}")
+            step.done("mismatch", f"{name}: {failure}", counterexample=failure)
+            return
+        del pair
+        _release_memory()
+    hand_over = f"beside texts holding {guarded[2]!r} (guarded)" if printable else "(no guarded code point)"
+    step.done("ok", f"threads truncating every call {hand_over}, Rust settings and saved file, warnings, results: as HF's")
+
+
+def _segments(step: _Step, hf, backend, profile, examples, seed, quick, announce) -> None:
+    """Conversations encoded turn by turn (each request extends the last, as an agent's do)
+    through a tokenizer whose segment cache answers every call, against HF."""
+    from hypothesis import settings
+
+    import tokbackend
+    from equivalence.conversations import conversations, guarded_sample, turn_by_turn
+    from equivalence.differential import find_mismatch
+
+    cached = tokbackend.accelerate(hf, backend=backend, probe=False, segment_cache_steps_aside=False)
+    cache_stats = cached.tokbackend.stats()["segment_cache"]
+    if not cache_stats["enabled"]:
+        step.done("info", f"not used for this model ({cache_stats.get('unsupported')}); every request is encoded whole")
+        return
+    base = _base_settings(profile, examples, quick)
+    if seed:
+        base = settings(base, derandomize=False)
+    added = _added_tokens(hf)
+    strategy = conversations(added, guarded_sample(cached.tokbackend.guard.code_points))
+    encode_hf, encode_cached = turn_by_turn(hf.encode, added), turn_by_turn(cached.encode, added)
+    mismatch = find_mismatch(encode_hf, encode_cached, strategy, "conversations", base, seed or None)
+    cache_stats = cached.tokbackend.stats()["segment_cache"]
+    if mismatch is not None:
+        announce(mismatch.report())
+        step.done("mismatch", "a conversation differs with the segment cache on", counterexamples=[mismatch.report()])
+    elif cache_stats["hits"] == 0:
+        step.done("mismatch", "no request was answered from the cache: a gate the cache took no part in proves nothing")
+    else:
+        step.done(
+            "ok",
+            f"conversations agree turn by turn (up to {base.max_examples} examples); cache hits {cache_stats['hits']}, "
+            f"remembered-prefix hits {cache_stats['prefix_hits']}",
+            hits=cache_stats["hits"],
+            prefix_hits=cache_stats["prefix_hits"],
+        )
+
+
+def _chat_template(step: _Step, hf, accelerated, announce) -> None:
+    from equivalence.differential import answer_of
+
+    if not getattr(hf, "chat_template", None):
+        step.done("info", "not applicable: the tokenizer has no chat template")
+        return
+    conversations = [
+        [{"role": "user", "content": "Hello 世界 <think>x</think> 🦊"}],
+        [
+            {"role": "system", "content": "You are a careful agent.\n\n" + "tool output: {'a': [1, 2, 3]}\n" * 20},
+            {"role": "user", "content": "Résumé: e\u0301 1\ufe0f\u20e3 \t\r\n مرحبا"},
+            {"role": "assistant", "content": '<tool_call>{"name": "f"}</tool_call>'},
+        ],
+    ]
+    for messages in conversations:
+        ours, theirs = (
+            answer_of(tokenizer.apply_chat_template, messages, tokenize=True, add_generation_prompt=True, return_dict=False)
+            for tokenizer in (accelerated, hf)
+        )
+        if ours != theirs:
+            step.done("mismatch", f"chat template ids differ for {messages!r}: ours {str(ours)[:80]}, HF's {str(theirs)[:80]}")
+            return
+    step.done("ok", f"{counted(len(conversations), 'conversation')} render and encode identically")
+
+
+def _grammar(step: _Step, hf, accelerated, announce) -> None:
+    try:
+        import xgrammar  # noqa: F401
+    except ImportError:
+        step.done("skipped", "xgrammar is not installed (pip install 'tokbackend[verify]'); grammar gate NOT run")
+        return
+    from equivalence.grammar import grammar_gate
+
+    try:
+        result = grammar_gate(accelerated, hf)
+    except Exception as error:
+        step.done("grammar", f"xgrammar cannot use the accelerated tokenizer: {type(error).__name__}: {error}")
+        return
+    if result.passed:
+        alike = (
+            f"; {counted(len(result.alike), 'generation')} fail with HF's own tokenizer alike (xgrammar's, not the "
+            "backend's: --json)"
+            if result.alike
+            else ""
+        )
+        generations = counted(len(result.generations), "schema-constrained generation")
+        step.done("ok", f"TokenizerInfo equals HF's; {generations} as HF's{alike}", alike=result.alike)
+    else:
+        step.done("grammar", "; ".join(result.differences + result.failures))
+
+
+def _speed(step: _Step, hf, accelerated, announce) -> None:
+    from equivalence.corpus import prompt_of_tokens
+
+    counter = hf.backend_tokenizer
+    prompts = [prompt_of_tokens(lambda text: len(counter.encode(text).ids), 424242 + index, 32000) for index in range(6)]
+    hf_times, fast_times = [], []
+    for index in range(3):
+        hf_times.append(_timed(hf.encode, prompts[2 * index]))
+        fast_times.append(_timed(accelerated.encode, prompts[2 * index + 1]))
+    hf_median, fast_median = statistics.median(hf_times), statistics.median(fast_times)
+    step.done(
+        "info",
+        f"32k-token prompt: HF {hf_median * 1000:.1f} ms, accelerated {fast_median * 1000:.2f} ms "
+        f"({hf_median / fast_median:.1f}x)",
+        hf_ms=hf_median * 1000,
+        accelerated_ms=fast_median * 1000,
+    )
+
+
+def _timed(encode, text: str) -> float:
+    started = time.perf_counter()
+    encode(text)
+    return time.perf_counter() - started
+
+
+class _NoBar:
+    def update(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+def _bar(total: int, unit: str, enabled: bool):
+    if not enabled:
+        return _NoBar()
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit=f" {unit}", leave=False)
+
+
+def summary_table(report: VerifyReport) -> str:
+    """The closing table: one row per step, skipped steps included, then the verdict."""
+    width = max(len(step.name) for step in report.steps)
+    rows = [f"{'step'.ljust(width)}  status       seconds  detail"]
+    for step in report.steps:
+        lines = step.detail.splitlines() or [""]
+        detail = lines[0] if len(lines[0]) <= 110 and len(lines) == 1 else lines[0][:109] + "…"
+        rows.append(f"{step.name.ljust(width)}  {step.status.ljust(11)}  {step.seconds:7.2f}  {detail}")
+    rows.append(f"result: {verdict(report)} (model {report.model}, backend {report.served_by()}, exit {report.exit_code})")
+    return "\n".join(rows)
+
+
+def verdict(report: VerifyReport) -> str:
+    """One line: what the exit code means for this run, naming what was not checked. Step
+    titles hold commas, so a list of them is separated by semicolons."""
+    exit_code = report.exit_code
+    if exit_code == EXIT_UNAVAILABLE and any(step.status == "unloadable" for step in report.steps):
+        return "HuggingFace cannot load this model's files"
+    if exit_code == EXIT_HARNESS:
+        failed = "; ".join(step.name for step in report.steps if step.status == "error")
+        return f"NO VERDICT: {failed} stopped on an error before comparing (not a mismatch, not a pass)"
+    if exit_code not in (EXIT_OK, EXIT_PARTIAL):
+        return {
+            EXIT_MISMATCH: "MISMATCH: do not deploy",
+            EXIT_UNAVAILABLE: "backend cannot serve this model",
+            EXIT_GRAMMAR: "grammar gate FAILED",
+            EXIT_NOT_FOUND: "model not found locally",
+        }[exit_code]
+    skipped = "; ".join(step.name for step in report.steps if step.status == "skipped")
+    if not skipped:
+        return "exact and usable"
+    if {step.detail for step in report.steps if step.status == "skipped"} == {QUICK_DETAIL}:
+        return f"quick check passed (skipped: {skipped})"
+    return f"passed, but NOT a full verification (skipped: {skipped})"

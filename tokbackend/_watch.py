@@ -1,0 +1,129 @@
+"""Noticing, on every call and in a few microseconds, a change to anything an encode depends on.
+
+HuggingFace's encode depends on its Rust tokenizer's added tokens (contents and flags),
+normalizer, pre-tokenizer, model and post-processor. Any of them can change after
+`accelerate()`: through transformers (`add_tokens`, `add_special_tokens`, `add_bos_token = True`),
+through `backend_tokenizer` (`.normalizer = ...`, `.pre_tokenizer.add_prefix_space = True`, which
+writes through to the tokenizer), on the accelerated object or on the original (they share the
+Rust tokenizer). `fingerprint()` is read on every call and changes whenever any of them may have:
+
+- Added tokens change only through the Rust object's `add_tokens` and `add_special_tokens`.
+  `watch()` shadows those two methods in the object's own `__dict__` (its class gives it one) with
+  wrappers that call the original and count; the count is part of the fingerprint. Reading the
+  added tokens themselves costs ~25 us for 33 tokens, and the vocabulary size with added tokens
+  walks the whole vocabulary on tokenizers 0.22 and 0.23.2 (30 ms for Qwen3). A copy or pickle of
+  the Rust object carries no `__dict__`, so a copy is watched anew.
+- The normalizer, pre-tokenizer and post-processor: their serialized forms (~0.3-0.7 us each).
+- The model: its type, vocabulary size and the flags its encode reads (dropout, byte_fallback...).
+
+Truncation and padding set on the Rust object are left out: HF resets both before every encode,
+and backends are built from a tokenizer.json without them (`tokenizer_json_for_backends`).
+`content()` is what a build is made from, without the counter and the object's identity: two
+tokenizers with equal content encode alike, so a deep copy can share its original's build, and a
+fingerprint that changed with the content unchanged (a token added twice) needs no rebuild.
+"""
+
+from __future__ import annotations
+
+import itertools
+import operator
+import weakref
+from collections.abc import Hashable
+from typing import Any
+
+from tokbackend._tokenizer_json import without_truncation_and_padding
+
+_COUNT = "_tokbackend_added_token_calls"
+_MUTATORS = ("add_tokens", "add_special_tokens")
+_TICKS = itertools.count(1)
+# What each model type's encode reads besides its vocabulary (tokenizers' model getters), read
+# with one `attrgetter` call.
+_MODEL_FIELDS = {
+    "BPE": operator.attrgetter(
+        "dropout", "unk_token", "continuing_subword_prefix", "end_of_word_suffix", "fuse_unk", "byte_fallback", "ignore_merges"
+    ),
+    "WordPiece": operator.attrgetter("unk_token", "continuing_subword_prefix", "max_input_chars_per_word"),
+    "WordLevel": operator.attrgetter("unk_token"),
+}
+
+
+def watch(rust: Any, owner: Any) -> int:
+    """Count the calls that change `rust`'s added tokens (once per object, for as long as `owner`,
+    the Python object holding `rust`, lives); returns the count."""
+    namespace = rust.__dict__
+    count = namespace.get(_COUNT)
+    if count is not None:
+        return count
+    try:
+        reference = weakref.ref(rust)
+    except TypeError:  # tokenizers 0.22: see the module's docstring
+        reference = lambda: rust  # noqa: E731
+        weakref.finalize(owner, _unwatch, namespace)
+    for name in _MUTATORS:
+        namespace[name] = _counting(getattr(type(rust), name), reference)
+    namespace[_COUNT] = count = next(_TICKS)
+    return count
+
+
+def _unwatch(namespace: dict) -> None:
+    for name in (*_MUTATORS, _COUNT):
+        namespace.pop(name, None)
+
+
+def _counting(method, reference):
+    def counted(*args, **kwargs):
+        rust = reference()
+        try:
+            return method(rust, *args, **kwargs)
+        finally:
+            rust.__dict__[_COUNT] = next(_TICKS)
+
+    counted.__name__ = counted.__qualname__ = method.__name__
+    counted.__doc__ = method.__doc__
+    return counted
+
+
+def _state(component: Any) -> bytes | None:
+    return None if component is None else component.__getstate__()
+
+
+def _model_state(rust: Any) -> tuple:
+    model = rust.model
+    kind = type(model)
+    fields = _MODEL_FIELDS.get(kind.__name__)
+    return (kind, rust.get_vocab_size(False), None if fields is None else fields(model))
+
+
+def fingerprint(rust: Any, owner: Any) -> Hashable:
+    """Changes whenever anything an encode through `rust` (held by `owner`) depends on may have
+    changed. Read on every call: `_state` and `_model_state` written out inline."""
+    count = rust.__dict__.get(_COUNT)
+    if count is None:
+        count = watch(rust, owner)
+    normalizer, pre_tokenizer, post_processor, model = rust.normalizer, rust.pre_tokenizer, rust.post_processor, rust.model
+    kind = type(model)
+    fields = _MODEL_FIELDS.get(kind.__name__)
+    return (
+        id(rust),
+        count,
+        None if normalizer is None else normalizer.__getstate__(),
+        None if pre_tokenizer is None else pre_tokenizer.__getstate__(),
+        None if post_processor is None else post_processor.__getstate__(),
+        (kind, rust.get_vocab_size(False), None if fields is None else fields(model)),
+    )
+
+
+def content(rust: Any) -> Hashable:
+    """Everything an encode through `rust` depends on, but the vocabulary itself: equal for two
+    tokenizers that encode alike (a tokenizer and its deep copy)."""
+    added = tuple(
+        (token_id, token.content, token.special, token.lstrip, token.rstrip, token.single_word, token.normalized)
+        for token_id, token in sorted(rust.get_added_tokens_decoder().items())
+    )
+    return (_state(rust.normalizer), _state(rust.pre_tokenizer), _state(rust.post_processor), _model_state(rust), added)
+
+
+def tokenizer_json_for_backends(rust: Any) -> str:
+    """`rust`'s tokenizer.json without truncation and padding (HF applies neither to a plain
+    encode: it resets both before every call)."""
+    return without_truncation_and_padding(rust.to_str())

@@ -1,0 +1,128 @@
+"""A memory bound for any backend whose caches grow without bound: renew it, by budget.
+
+Some libraries cache every distinct pretoken they meet and have no call to clear the cache
+(gigatoken 0.10.0: +1 GiB after 3,000 distinct random-word prompts). The caches belong to the
+library's tokenizer object and are freed with it. `RenewingBackend` adds up how much the
+process's resident memory grows *during the wrapped backend's own calls* (two reads of /proc
+per call, ~3 us; growth elsewhere in the process is not counted) and, at half of the budget,
+swaps in a spare instance built ahead of time, hands the freed memory back to the OS and builds
+the next spare on a background thread. The other half of the budget is headroom for calls in
+flight. Output never depends on the caches, only speed. The first spare is built by
+`prepare()`, on the background thread that runs once start-up is done, not during start-up.
+
+Costs: the spare's fixed footprint (~90 MiB for a 248k gigatoken vocabulary), and whatever
+building an instance costs the process: a library that holds the GIL while it loads a
+vocabulary pauses every Python thread that long, once per renewal and once after start-up
+(see bench/RESULTS.md).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from array import array
+from collections.abc import Callable
+from typing import Any
+
+from tokbackend._process.exiting import exiting
+from tokbackend._process.memory import release_freed_memory, resident_bytes
+from tokbackend._process.threads import OnItsOwnThread
+from tokbackend.backends._arrays import encode_array, encode_batch_arrays
+from tokbackend.backends._base import EncodeBackend, panics_as_errors
+
+
+class RenewingBackend:
+    """Wraps `build()`'s backend; renews it when its calls have grown memory by half of `budget_mib`.
+
+    >>> backend = RenewingBackend(lambda: GigatokenBackend(text), budget_mib=256)  # doctest: +SKIP
+    """
+
+    def __init__(self, build: Callable[[], EncodeBackend], budget_mib: int) -> None:
+        self._build = build
+        self._current = build()
+        kind = type(self._current)
+        self.name = kind.name
+        self.is_reference = kind.is_reference
+        self.needs_unicode_guard = kind.needs_unicode_guard
+        self.versioned_libraries = kind.versioned_libraries
+        self.guard_family = kind.guard_family
+        self.grows_without_bound = False  # that is what this wrapper is for
+        self._budget_bytes = int(budget_mib) << 20
+        self._growth = 0
+        # the prepared spare instance, when there is one (append and pop are atomic: no lock)
+        self._spares: list[EncodeBackend] = []
+        self.cache_renewals = 0
+
+    @property
+    def wrapped(self) -> EncodeBackend:
+        """The instance serving calls now."""
+        return self._current
+
+    def encode(self, text: str) -> list[int]:
+        return self._measured(lambda backend: backend.encode(text))
+
+    def encode_batch(self, texts: list[str]) -> list[list[int]]:
+        return self._measured(lambda backend: backend.encode_batch(texts))
+
+    def encode_array(self, text: str) -> array:
+        return self._measured(lambda backend: encode_array(backend, text))
+
+    def encode_batch_arrays(self, texts: list[str]) -> list[array]:
+        return self._measured(lambda backend: encode_batch_arrays(backend, texts))
+
+    def stats(self) -> dict[str, Any]:
+        return {
+            **self._current.stats(),
+            "cache_budget_mib": self._budget_bytes >> 20,
+            "cache_renewals": self.cache_renewals,
+        }
+
+    def prepare(self) -> None:
+        """Prepare the serving instance, then build (and prepare) the first spare: a renewal is
+        then an instant swap, and building one, which may pause every Python thread, happens
+        after start-up rather than during it."""
+        self._current.prepare()
+        self._prepare_spare(after_renewal=False)
+
+    def _measured(self, call: Callable[[EncodeBackend], Any]) -> Any:
+        before = resident_bytes()
+        result = call(self._current)
+        after = resident_bytes()
+        if before is not None and after is not None and after > before:
+            # Unlocked on purpose: concurrent calls may count shared growth twice, which only
+            # renews a little early.
+            self._growth += after - before
+            if self._growth >= self._budget_bytes // 2:
+                self._renew()
+        return result
+
+    def _renew(self) -> None:
+        try:
+            spare = self._spares.pop()
+        except IndexError:
+            return  # the next spare is still being built
+        self._current = spare  # in-flight calls finish on the old instance, which is then freed
+        self.cache_renewals += 1
+        OnItsOwnThread(self._next_spare, "tokbackend-spare")
+
+    def _next_spare(self) -> None:
+        """The spare for the next renewal, on a thread nobody waits for: a failure is logged, and
+        the serving instance serves on (its caches grow until a spare exists)."""
+        try:
+            with panics_as_errors(self.name, "building a spare instance"):
+                self._prepare_spare(after_renewal=True)
+        except Exception as error:  # noqa: BLE001 - reported here (a Rust panic too): nobody joins this thread
+            logging.getLogger("tokbackend").warning("backend %s: building a spare instance failed: %s", self.name, error)
+
+    def _prepare_spare(self, after_renewal: bool) -> None:
+        if after_renewal:
+            time.sleep(0.1)  # let in-flight calls release the old instance
+            release_freed_memory()
+        if exiting():  # nothing will serve with it (`tokbackend._process.exiting`)
+            return
+        spare = self._build()
+        if not exiting():
+            spare.prepare()
+        self._spares.append(spare)
+        # Growth seen while the spare was built is mostly the spare itself: start counting afresh.
+        self._growth = 0
