@@ -354,7 +354,7 @@ def test_import_tokbackend_starts_no_thread_and_imports_no_backend_library():
 @pytest.mark.parametrize("setting", ["1", "0"])
 def test_preload_imports_the_backends_libraries_in_the_background_unless_turned_off(setting):
     check = (
-        "import sys, time; import tokbackend; tokbackend.preload(); from tokbackend.backends import preload; "
+        "import sys, time; import tokbackend; tokbackend.preload(); from tokbackend._process import preload; "
         "assert preload.wait(60); "
         "print(all(name in sys.modules for name in ('awkward', 'tokbackend._guard.derive', 'tokbackend._routing.auto')))"
     )

@@ -108,7 +108,7 @@ def test_load_does_not_wait_on_a_network_it_cannot_reach(monkeypatch):
 def test_help_and_version_import_no_transformers(flag):
     code = (
         "import sys\nimport tokbackend._cli\ntry:\n    tokbackend._cli.main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
-        "from tokbackend.backends import preload\npreload.wait()\nprint('transformers' in sys.modules)"
+        "from tokbackend._process import preload\npreload.wait()\nprint('transformers' in sys.modules)"
     )
     completed = _run_cli(flag, code=code)
     assert completed.stdout.splitlines()[-1] == "False", completed.stdout + completed.stderr

@@ -88,6 +88,11 @@ def test_the_code_reads_its_data_files_only_through_package_data():
     assert not offenders, f"locate data with tokbackend._package_data.package_path, not __file__: {offenders}"
 
 
+def test_the_wheel_marks_the_package_typed(wheel_names):
+    """PEP 561: type checkers read tokbackend's annotations only where the wheel holds py.typed."""
+    assert "tokbackend/py.typed" in wheel_names
+
+
 def test_the_wheel_holds_every_data_file_the_code_reads(wheel_names):
     reads = data_files_read()
     assert {(package, name) for _, package, name in reads} >= {

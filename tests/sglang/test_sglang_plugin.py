@@ -197,7 +197,7 @@ def test_the_stock_cli_parses_the_flag(model_dir):
     parses (no wrapper around SGLang's own entry point)."""
     code = (
         "import sys; from sglang.srt.plugins import load_plugins; load_plugins(); "
-        "from tokbackend.backends import preload; assert preload.started(), 'the plugin did not start the preload'; "
+        "from tokbackend._process import preload; assert preload.started(), 'the plugin did not start the preload'; "
         "from sglang.srt.server_args import prepare_server_args; "
         "print(prepare_server_args(sys.argv[1:]).tokenizer_backend)"
     )

@@ -53,7 +53,7 @@ def test_a_typo_fails_at_load_with_our_modes_named(model_dir, plugins_loaded):
 def test_a_fresh_interpreter_loading_only_vllms_plugins_gets_an_exact_accelerated_tokenizer(model_dir, hf_reference):
     code = (
         "from vllm.plugins import load_general_plugins; load_general_plugins(); "
-        "from tokbackend.backends import preload; assert preload.started(), 'the plugin did not start the preload'; "
+        "from tokbackend._process import preload; assert preload.started(), 'the plugin did not start the preload'; "
         "from vllm.tokenizers.registry import get_tokenizer, cached_tokenizer_from_config; "
         "from conftest import vllm_config; "
         f"texts = {TEXTS!r}; "
