@@ -7,6 +7,7 @@
 """
 
 import importlib
+from typing import Any
 
 from tokbackend._build import FastPathError
 from tokbackend._options import AccelerationOptions
@@ -32,7 +33,7 @@ _ON_FIRST_USE = {
 }
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     if name in {"_loading", "_tokenizer"}:  # `tokbackend._loading.resolve_model` after `import tokbackend`
         return importlib.import_module(f"tokbackend.{name}")
     if name not in _ON_FIRST_USE:

@@ -6,6 +6,7 @@ import json
 import logging
 import os
 from pathlib import Path
+from typing import Any
 
 logger = logging.getLogger("tokbackend")
 
@@ -20,7 +21,7 @@ def cache_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "tokbackend"
 
 
-def read_json_object(path: Path, what: str) -> dict | None:
+def read_json_object(path: Path, what: str) -> dict[str, Any] | None:
     """The JSON object `path` holds, or None where there is none to use: no file, or a file that
     is damaged (cut short, not JSON) or of the wrong shape (not an object). A kept file is a
     cache: a damaged one is a miss, logged at WARNING with the file and the cause (`what` says

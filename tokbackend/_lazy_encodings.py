@@ -71,7 +71,7 @@ def _delete(result: BatchEncoding) -> None:
 
 def _install() -> None:
     if not isinstance(BatchEncoding.__dict__.get(_KEY), property):
-        BatchEncoding._encodings = property(_read, _write, _delete, "the tokenizers.Encoding list (tokbackend._lazy_encodings)")
+        BatchEncoding._encodings = property(_read, _write, _delete, "the tokenizers.Encoding list (tokbackend._lazy_encodings)")  # type: ignore[assignment]  # a descriptor over HF's attribute
 
 
 _install()
@@ -80,7 +80,7 @@ _install()
 def lazy_batch_encoding(data: dict[str, Any], compute: Callable[[], list[Any]]) -> BatchEncoding:
     """HF's `BatchEncoding` of `data` whose Encodings `compute()` gives when first read."""
     # n_sequences: HF reads encodings[0].n_sequences, which is 1 for a text without a pair
-    return BatchEncoding(data, _Pending(compute), n_sequences=1)
+    return BatchEncoding(data, _Pending(compute), n_sequences=1)  # type: ignore[arg-type]  # the Encodings, made when read
 
 
 def encodings_computed(result: BatchEncoding) -> bool:

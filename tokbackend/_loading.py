@@ -50,7 +50,7 @@ def is_path_like(name_or_path: str) -> bool:
     """Whether MODEL names a directory rather than a hub id ("name" or "org/name"): it starts with
     ".", "/" or "~", holds a separator of this system other than a hub id's one "/", or is no
     valid hub id at all."""
-    from huggingface_hub.utils import HFValidationError, validate_repo_id
+    from huggingface_hub.utils import HFValidationError, validate_repo_id  # type: ignore[attr-defined]  # a lazy module: mypy sees no re-exports
 
     if name_or_path.startswith((".", "/", "~")) or name_or_path.count("/") > 1 or (os.sep != "/" and os.sep in name_or_path):
         return True
@@ -152,11 +152,7 @@ def _in_hf_cache(repo_id: str) -> bool:
 
 
 def load(
-    name_or_path: str = DEFAULT_MODEL,
-    backend: str | None = None,
-    *,
-    options: AccelerationOptions | None = None,
-    **kwargs: Any,
+    name_or_path: str = DEFAULT_MODEL, backend: str | None = None, *, options: AccelerationOptions | None = None, **kwargs: Any
 ) -> PreTrainedTokenizerBase:
     """`AutoTokenizer.from_pretrained` + `accelerate`. Built-in names: "qwen3.6", "qwen3".
 

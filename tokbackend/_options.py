@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Literal
+from typing import Any, Literal
 
 from tokbackend._routing.names import AUTO, check_backend_name
 from tokbackend._segments import DEFAULT_SEGMENT_CACHE_MIB
@@ -65,7 +65,7 @@ class AccelerationOptions:
     def field_names(cls) -> frozenset[str]:
         return frozenset(field.name for field in dataclasses.fields(cls))
 
-    def replace(self, **changes: object) -> AccelerationOptions:
+    def replace(self, **changes: Any) -> AccelerationOptions:
         """A copy with `changes`; an unknown name raises TypeError naming the valid ones."""
         unknown = sorted(set(changes) - self.field_names())
         if unknown:

@@ -63,7 +63,7 @@ _TRUNCATION_KEYS = ("max_length", "stride", "strategy", "direction")
 _PADDING_KEYS = ("length", "pad_to_multiple_of", "pad_id", "pad_token", "pad_type_id", "direction")
 
 
-def _known(parameters: dict, keys: tuple[str, ...]) -> dict:
+def _known(parameters: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
     return {key: parameters[key] for key in keys if key in parameters}
 
 
@@ -122,7 +122,7 @@ class SettingsGate:
         left = self.left
         # read, not remembered: a call through another object sharing the Rust tokenizer (the
         # HF tokenizer accelerate() copied) may have set others (~0.2 us without truncation)
-        if left is None or getattr(self._owners, "depth", 0) or read(rust) == left:
+        if left is None or getattr(self._owners, "depth", 0) != 0 or read(rust) == left:
             return
         with self._condition:
             self._waiting += 1  # ahead of new calls joining the running group
@@ -167,7 +167,7 @@ _registry_lock = fork_safe_lock(sys.modules[__name__], "_registry_lock")
 # By the Rust tokenizer's id, with the accelerated tokenizers that use the gate: tokenizers 0.22's
 # Tokenizer takes no weak reference. While one of them lives, it holds the Rust tokenizer, so the
 # id is that tokenizer's; once none does, no call is inside and the entry may go.
-_gates: dict[int, tuple[SettingsGate, weakref.WeakSet]] = {}
+_gates: dict[int, tuple[SettingsGate, weakref.WeakSet[object]]] = {}
 
 
 @after_fork_in_child

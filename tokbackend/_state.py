@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from array import array
-from typing import Any
+from typing import Any, TypeAlias, cast
 
 from tokbackend._build import PHASES, UNBUILT, Build, FastPathError, build_for
 from tokbackend._guard import UnicodeGuard
@@ -31,6 +31,7 @@ from tokbackend.backends._base import is_error
 logger = logging.getLogger("tokbackend")
 
 _NO_GUARD = UnicodeGuard(frozenset())
+BatchIds: TypeAlias = "list[list[int]] | list[array[int]]"
 
 
 def _is_valid_text(text: str) -> bool:
@@ -215,7 +216,7 @@ class AccelerationState:
         add_special_tokens: bool,
         truncation: Truncation | None,
         arrays: bool = False,
-    ) -> list[list[int]] | list[array] | None:
+    ) -> BatchIds | None:
         """Ids for plain texts, or None after recording why HuggingFace must answer the call.
 
         truncation: a text may have at most `truncation.max_length` ids; a call in which any
@@ -225,7 +226,7 @@ class AccelerationState:
         build, seen = self._serving
         if reference.fingerprint() != seen:
             build = self.rebuild(reference)
-        if build.disabled_reason is not None:
+        if build.disabled_reason is not None or build.routing is None:
             self.record_fallback(FallbackReason.FAST_PATH_DISABLED, texts=len(texts))
             return None
         affixes = build.affixes
@@ -235,6 +236,7 @@ class AccelerationState:
         if truncation is not None and _stride_rejected(truncation, build.special_tokens):
             self.record_fallback(FallbackReason.ARGUMENT_VALUE, f"stride {truncation.stride} too large", texts=len(texts))
             return None
+        ids: BatchIds
         try:
             segments, routing = build.segments, build.routing
             if segments is not None and segments.worth_consulting(texts, arrays) and segments.cache.consulted(len(texts)):
@@ -255,9 +257,9 @@ class AccelerationState:
             self.record_fallback(FallbackReason.UNICODE_GUARD, texts=answered_by_hf)
         if len(texts) > answered_by_hf:  # only what the backend answered counts as fast
             self.counters.record_fast(len(texts) - answered_by_hf, arrays)
-        if add_special_tokens and (affixes[0] or affixes[1]):
+        if add_special_tokens and affixes is not None and (affixes[0] or affixes[1]):
             prefix, suffix = (array("q", affix) for affix in affixes) if arrays else affixes
-            ids = [prefix + sequence + suffix for sequence in ids]
+            ids = [prefix + sequence + suffix for sequence in cast("list[Any]", ids)]  # both arrays, or both lists
         if truncation is not None and any(len(sequence) > truncation.max_length for sequence in ids):
             self.record_fallback(FallbackReason.TRUNCATION, f"more than max_length={truncation.max_length} ids", texts=len(texts))
             return None

@@ -21,21 +21,26 @@ import functools
 import threading
 import types
 from array import array
-from collections.abc import Hashable, Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Hashable, Iterator
+from typing import TYPE_CHECKING, Any, cast
 
 from tokbackend import _watch as watch
+from tokbackend._build import Build
 from tokbackend._lazy_encodings import lazy_batch_encoding
 from tokbackend._models import builtin_name_of
 from tokbackend._options import AccelerationOptions
 from tokbackend._policy import FallbackReason, Truncation, fast_path_reason, truncation_of, unknown_kwargs
 from tokbackend._shared_settings import PLAIN, Settings, SettingsGate, apply, gate_of, truncated
-from tokbackend._state import AccelerationState
+from tokbackend._state import AccelerationState, BatchIds
 from tokbackend.backends import BackendUnavailableError
 from tokbackend.backends._arrays import ones_like
 
 if TYPE_CHECKING:
-    from transformers import PreTrainedTokenizerBase
+    from tokenizers import Encoding, Tokenizer
+    from transformers import BatchEncoding, PreTrainedTokenizerBase
+    from transformers import PreTrainedTokenizerFast as _HFTokenizer
+else:
+    _HFTokenizer = object  # the generated class puts the tokenizer's own class after the mixin
 
 # Set while HuggingFace itself must produce real `tokenizers.Encoding`s (e.g. `tokenize()`
 # reads `.tokens()` from them, and the reference ids the probe compares against); such calls
@@ -72,16 +77,17 @@ def _handed_to_hf() -> Iterator[None]:
         _hf_only.reset(token)
 
 
-class AcceleratedTokenizerMixin:
+class AcceleratedTokenizerMixin(_HFTokenizer):
     """Overrides the encode surface of a HuggingFace fast tokenizer; see the module docstring."""
 
-    _tokbackend_original_class: type
+    _tokenizer: Tokenizer  # `accelerate()` takes only a tokenizer that has one
+    _tokbackend_original_class: type[PreTrainedTokenizerBase]
     _tokbackend: AccelerationState
     _tokbackend_reference: HFReference
     _tokbackend_gate: SettingsGate
 
     @property
-    def backend_tokenizer(self):
+    def backend_tokenizer(self) -> Tokenizer:
         # what HF's calls would have left on it, also for calls the fast path answered
         self._tokbackend_gate.settle(self._tokenizer)
         return self._tokenizer
@@ -93,17 +99,17 @@ class AcceleratedTokenizerMixin:
 
     def encode(
         self,
-        text,
-        text_pair=None,
-        add_special_tokens=True,
-        padding=False,
-        truncation=None,
-        max_length=None,
-        stride=0,
-        padding_side=None,
-        return_tensors=None,
-        **kwargs,
-    ):
+        text: Any,
+        text_pair: Any = None,
+        add_special_tokens: bool = True,
+        padding: Any = False,
+        truncation: Any = None,
+        max_length: int | None = None,
+        stride: int = 0,
+        padding_side: str | None = None,
+        return_tensors: Any = None,
+        **kwargs: Any,
+    ) -> Any:
         # The common call, `encode(text)`, goes to the policy directly, without HF's BatchEncoding
         # round trip (~0.1 ms for a 32k-token prompt), asking for the ids alone: a tokenizer whose
         # `model_input_names` hold token_type_ids makes `tok(text)` return them, never `encode`.
@@ -122,7 +128,7 @@ class AcceleratedTokenizerMixin:
             ids = self._tokbackend_answer(text, text_pair, add_special_tokens, {}, _ids_as_arrays.get(), ids_only=True)
             if ids is not None:
                 if len(ids[0]) > self.model_max_length:  # HF's warning (once) about a too long sequence
-                    self._eventual_warn_about_too_long_sequence(ids[0], None, True)
+                    self._eventual_warn_about_too_long_sequence(ids[0], None, True)  # type: ignore[arg-type]  # HF reads its len()
                 return ids[0]
             with _handed_to_hf():  # the hand-over is counted already
                 return super().encode(text, text_pair, add_special_tokens, stride=stride, padding_side=padding_side)
@@ -130,7 +136,7 @@ class AcceleratedTokenizerMixin:
             text, text_pair, add_special_tokens, padding, truncation, max_length, stride, padding_side, return_tensors, **kwargs
         )
 
-    def _encode_plus(self, text, text_pair=None, add_special_tokens=True, **kwargs):
+    def _encode_plus(self, text: Any, text_pair: Any = None, add_special_tokens: bool = True, **kwargs: Any) -> BatchEncoding:  # type: ignore[override]  # HF passes the rest by keyword
         if not _hf_only.get():
             arrays = _ids_as_arrays.get() and kwargs.get("return_tensors") is None
             ids = self._tokbackend_answer(text, text_pair, add_special_tokens, kwargs, arrays)
@@ -139,7 +145,7 @@ class AcceleratedTokenizerMixin:
         with _handed_to_hf(), self._tokbackend_gate.entered(self._tokenizer, self._tokbackend_settings(kwargs), internal=False):
             return super()._encode_plus(text, text_pair, add_special_tokens, **kwargs)
 
-    def _tokbackend_settings(self, kwargs: dict[str, Any]) -> tuple:
+    def _tokbackend_settings(self, kwargs: dict[str, Any]) -> tuple[Hashable, ...]:
         """Everything HF's `set_truncation_and_padding` and `encode_special_tokens` read for this
         call: two calls with equal tuples leave the Rust tokenizer alike. The pad token is read
         only for a padding call, as HF reads it (reading an unset one logs an error)."""
@@ -150,8 +156,14 @@ class AcceleratedTokenizerMixin:
         return tuple(kwargs.get(name) for name in _SETTINGS_KWARGS), self.truncation_side, pads, self.split_special_tokens
 
     def _tokbackend_answer(
-        self, text, text_pair, add_special_tokens, kwargs: dict[str, Any], arrays: bool = False, ids_only: bool = False
-    ) -> list[list[int]] | None:
+        self,
+        text: Any,
+        text_pair: Any,
+        add_special_tokens: bool,
+        kwargs: dict[str, Any],
+        arrays: bool = False,
+        ids_only: bool = False,
+    ) -> BatchIds | None:
         """The backend's ids for this call (as `array('q')`s with `arrays`), or None after
         recording why HuggingFace answers it. `ids_only`: the caller returns the ids alone
         (`encode`), so the token type ids `model_input_names` may ask for are never made."""
@@ -169,16 +181,16 @@ class AcceleratedTokenizerMixin:
             self._tokbackend_gate.answered(PLAIN if truncation is None else _left_by(truncation, kwargs, side))
         return ids
 
-    def tokenize(self, *args, **kwargs):
+    def tokenize(self, *args: Any, **kwargs: Any) -> list[str]:
         # HF's tokenize() reads token strings off `tokenizers.Encoding` objects, which only
         # HuggingFace's own encode produces; it is not part of the accelerated surface.
         with _handed_to_hf():
             return super().tokenize(*args, **kwargs)
 
-    def _batch_encoding(self, text, ids: list[list[int]], add_special_tokens: bool, kwargs: dict[str, Any]):
+    def _batch_encoding(self, text: Any, ids: BatchIds, add_special_tokens: bool, kwargs: dict[str, Any]) -> BatchEncoding:
         if ids and max(map(len, ids)) > self.model_max_length:  # HF's warning (once) about a too long sequence
             for sequence in ids:
-                self._eventual_warn_about_too_long_sequence(sequence, kwargs.get("max_length"), kwargs.get("verbose", True))
+                self._eventual_warn_about_too_long_sequence(sequence, kwargs.get("max_length"), kwargs.get("verbose", True))  # type: ignore[arg-type]  # HF reads its len()
         return_attention_mask = kwargs.get("return_attention_mask")
         if return_attention_mask is None:
             return_attention_mask = "attention_mask" in self.model_input_names
@@ -206,11 +218,11 @@ class AcceleratedTokenizerMixin:
         plain.__dict__.update({key: value for key, value in self.__dict__.items() if key not in _OUR_ATTRIBUTES})
         return plain
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Callable[..., PreTrainedTokenizerBase], tuple[PreTrainedTokenizerBase, AccelerationOptions]]:
         # Another process builds its own backend (nothing Rust-side crosses a pickle).
         return (_restore, (self._tokbackend_plain_copy(), self._tokbackend.options))
 
-    def __copy__(self):
+    def __copy__(self) -> AcceleratedTokenizerMixin:
         # A shallow copy shares HF's Rust tokenizer, so it shares the acceleration state too:
         # no second backend load (vLLM copies the tokenizer twice while building its renderer).
         clone = object.__new__(type(self))
@@ -219,7 +231,7 @@ class AcceleratedTokenizerMixin:
         clone._tokbackend_gate = gate_of(clone._tokenizer, clone)  # the same gate, one more user
         return clone
 
-    def __deepcopy__(self, memo):
+    def __deepcopy__(self, memo: dict[int, Any]) -> PreTrainedTokenizerBase:
         plain = copy.deepcopy(self._tokbackend_plain_copy(), memo)
         clone = _attach(plain, self._tokbackend.options, share_from=self._tokbackend, copied=True)
         # Keep classes layered on top of the generated one (vLLM's cached tokenizer class).
@@ -252,7 +264,9 @@ class HFReference:
     def hf_ids(self, texts: list[str], add_special_tokens: bool = False) -> list[list[int]]:
         """HuggingFace's own ids for plain texts (the reference the backend must match). Not
         the user's call: it leaves the Rust settings and the length warning as they were."""
-        return self._internal(list(texts), add_special_tokens, {"split_special_tokens": False}, ("ids",))["input_ids"]
+        encoded = self._internal(list(texts), add_special_tokens, {"split_special_tokens": False}, ("ids",))
+        ids: list[list[int]] = encoded["input_ids"]
+        return ids
 
     def rust_ids(self, texts: list[str]) -> list[list[int]]:
         """The Rust tokenizer's ids for plain texts without special tokens, as a guard's
@@ -263,7 +277,9 @@ class HFReference:
             apply(rust, PLAIN)  # what `hf_ids` asks of `_encode_plus`, which sets the same
             return [encoding.ids for encoding in rust.encode_batch_fast(list(texts), add_special_tokens=False)]
 
-    def hf_encodings(self, text, add_special_tokens: bool, kwargs: dict[str, Any], truncation_side: str, serving) -> list:
+    def hf_encodings(
+        self, text: Any, add_special_tokens: bool, kwargs: dict[str, Any], truncation_side: str, serving: tuple[Build, object]
+    ) -> list[Encoding]:
         """HuggingFace's own `tokenizers.Encoding`s for a call the fast path answered with the
         build and fingerprint `serving` (the call warned already, if HF's would have). After a
         change to the tokenizer, those of the state the call saw."""
@@ -271,16 +287,17 @@ class HFReference:
         tokenizer = self._tokenizer
         if self.fingerprint() == fingerprint or build.tokenizer_json is None:
             key = ("encodings", tokenizer._tokbackend_settings(kwargs))
-            return self._internal(text, add_special_tokens, kwargs, key).encodings
+            return cast("list[Encoding]", self._internal(text, add_special_tokens, kwargs, key).encodings)
         rust = _rust_as_built(build.tokenizer_json, threading.get_ident())
         apply(rust, _left_by(truncation_of(kwargs) if kwargs else None, kwargs, truncation_side))
         return rust.encode_batch([text] if type(text) is str else list(text), add_special_tokens=add_special_tokens)
 
-    def _internal(self, text, add_special_tokens: bool, kwargs: dict[str, Any], key: Hashable):
+    def _internal(self, text: Any, add_special_tokens: bool, kwargs: dict[str, Any], key: Hashable) -> BatchEncoding:
         tokenizer = self._tokenizer
         with _handed_to_hf(), tokenizer._tokbackend_gate.entered(tokenizer._tokenizer, key, internal=True):
-            hf = super(AcceleratedTokenizerMixin, tokenizer)
-            return hf._encode_plus(text, None, add_special_tokens, **{**kwargs, "verbose": False})
+            return super(AcceleratedTokenizerMixin, tokenizer)._encode_plus(
+                text, None, add_special_tokens, **{**kwargs, "verbose": False}
+            )
 
     def tokenizer_json(self) -> str:
         return watch.tokenizer_json_for_backends(self._tokenizer._tokenizer)
@@ -307,7 +324,7 @@ def _left_by(truncation: Truncation | None, kwargs: dict[str, Any], truncation_s
 
 
 @functools.lru_cache(maxsize=2)
-def _rust_as_built(tokenizer_json: str, thread: int) -> Any:
+def _rust_as_built(tokenizer_json: str, thread: int) -> Tokenizer:
     """A private Rust tokenizer of a state the shared one has left: HF's own encode of that
     state, for results made before a change. One per thread (`thread`: its ident), which alone
     sets its settings and encodes with it: no lock, and no other thread's settings in between."""
@@ -377,7 +394,7 @@ def _attach(
     share_from: AccelerationState | None = None,
     copied: bool = False,
 ) -> PreTrainedTokenizerBase:
-    accelerated = copy.copy(tokenizer)
+    accelerated = cast(AcceleratedTokenizerMixin, copy.copy(tokenizer))  # its class is swapped next
     accelerated.__class__ = accelerated_class(type(tokenizer))
     reference = HFReference(accelerated, model_name(tokenizer))
     accelerated._tokbackend_reference = reference
@@ -392,11 +409,7 @@ def _attach(
 
 
 def accelerate(
-    tokenizer: PreTrainedTokenizerBase,
-    backend: str | None = None,
-    *,
-    options: AccelerationOptions | None = None,
-    **changes: Any,
+    tokenizer: PreTrainedTokenizerBase, backend: str | None = None, *, options: AccelerationOptions | None = None, **changes: Any
 ) -> PreTrainedTokenizerBase:
     """Return a copy of `tokenizer` whose plain-text encode runs on a fast backend.
 

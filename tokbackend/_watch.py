@@ -28,7 +28,7 @@ from __future__ import annotations
 import itertools
 import operator
 import weakref
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 from tokbackend._tokenizer_json import without_truncation_and_padding
@@ -51,11 +51,11 @@ def watch(rust: Any, owner: Any) -> int:
     """Count the calls that change `rust`'s added tokens (once per object, for as long as `owner`,
     the Python object holding `rust`, lives); returns the count."""
     namespace = rust.__dict__
-    count = namespace.get(_COUNT)
+    count: int | None = namespace.get(_COUNT)
     if count is not None:
         return count
     try:
-        reference = weakref.ref(rust)
+        reference: Callable[[], Any] = weakref.ref(rust)
     except TypeError:  # tokenizers 0.22: see the module's docstring
         reference = lambda: rust  # noqa: E731
         weakref.finalize(owner, _unwatch, namespace)
@@ -65,13 +65,13 @@ def watch(rust: Any, owner: Any) -> int:
     return count
 
 
-def _unwatch(namespace: dict) -> None:
+def _unwatch(namespace: dict[str, Any]) -> None:
     for name in (*_MUTATORS, _COUNT):
         namespace.pop(name, None)
 
 
-def _counting(method, reference):
-    def counted(*args, **kwargs):
+def _counting(method: Callable[..., Any], reference: Callable[[], Any]) -> Callable[..., Any]:
+    def counted(*args: Any, **kwargs: Any) -> Any:
         rust = reference()
         try:
             return method(rust, *args, **kwargs)
@@ -87,7 +87,7 @@ def _state(component: Any) -> bytes | None:
     return None if component is None else component.__getstate__()
 
 
-def _model_state(rust: Any) -> tuple:
+def _model_state(rust: Any) -> tuple[type, int, Any]:
     model = rust.model
     kind = type(model)
     fields = _MODEL_FIELDS.get(kind.__name__)
