@@ -116,9 +116,12 @@ def _compared(backend: EncodeBackend, strings: list[str], hf_ids: Callable[[list
 class ProbedLane(Protocol):
     """What the probe reads of a lane (`tokbackend._routing.lanes.Lane`, which sits above it)."""
 
-    name: str
-    backend: EncodeBackend
-    guard: UnicodeGuard
+    @property
+    def name(self) -> str: ...
+    @property
+    def backend(self) -> EncodeBackend: ...
+    @property
+    def guard(self) -> UnicodeGuard: ...
 
 
 def probe_lane(lane: ProbedLane, reference: Reference, model: str) -> tuple[str | None, float]:

@@ -27,8 +27,9 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
@@ -44,6 +45,11 @@ from tokbackend._guard.records import (
 )
 from tokbackend._guard.scan import from_ranges
 from tokbackend._wording import counted
+
+if TYPE_CHECKING:
+    from tokbackend._guard.derive import FastDerivation
+    from tokbackend._guard.records import GuardRecord, RecordKey
+    from tokbackend.backends._base import BatchEncoder, EncodeBackend
 
 logger = logging.getLogger("tokbackend")
 
@@ -68,7 +74,7 @@ class UnicodeGuard:
 
     FEW = 8
 
-    def __init__(self, code_points: frozenset[int], record: dict | None = None) -> None:
+    def __init__(self, code_points: frozenset[int], record: GuardRecord | None = None) -> None:
         self.code_points = code_points
         self.record = record or {}
         self._smallest = min(code_points) if code_points else 0x110000
@@ -83,7 +89,7 @@ class UnicodeGuard:
         units = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
         if int(units.max()) < self._smallest:
             return False
-        return bool(np.take(self._table, units, mode="clip").any())
+        return bool(np.take(cast("np.ndarray", self._table), units, mode="clip").any())
 
     def guarded(self, texts: list[str]) -> set[int]:
         """The indexes of the texts HuggingFace must answer (`needs_hf`), asked of non-ASCII ones only."""
@@ -119,7 +125,7 @@ class UnicodeGuard:
         what = self.record.get("pipeline_description", "")
         if self.record.get("families"):
             what = f"{self.record['families']} pipeline, {what}"
-        versions = self.record.get("matched_versions") or next(iter(self.record.get("applies_to", [])), {})
+        versions: dict[str, str] = self.record.get("matched_versions") or next(iter(self.record.get("applies_to", [])), {})
         installed = ", ".join(f"{library} {value}" for library, value in versions.items())
         return f"{path.name} ({where}; matched by {matched}{': ' + what if what else ''}; {installed})"
 
@@ -141,10 +147,10 @@ def load_guard(
     tokenizer_json: str,
     backend_name: str,
     backend_libraries: tuple[str, ...],
-    build_backend: Callable[[str], object],
+    build_backend: Callable[[str], EncodeBackend],
     mode: str,
     cache_dir: Path,
-    served: tuple[Callable, Callable] | None = None,
+    served: tuple[BatchEncoder, BatchEncoder] | None = None,
     refuses: Callable[[], str | None] | None = None,
 ) -> UnicodeGuard:
     """The guard for this tokenizer and backend family under `mode` ("derive", "refuse" or "off").
@@ -189,7 +195,14 @@ def load_guard(
     return _derived(derivation, key, backend_name, versions, cache_dir, why)
 
 
-def _derived(derivation_for, key, backend_name: str, versions: dict[str, str], cache_dir: Path, why: str) -> UnicodeGuard:
+def _derived(
+    derivation_for: Callable[[], FastDerivation],
+    key: RecordKey,
+    backend_name: str,
+    versions: dict[str, str],
+    cache_dir: Path,
+    why: str,
+) -> UnicodeGuard:
     """The record for `key`: another process's, if one derived it while this one waited for the
     lock, else that of `derivation_for()` (a `FastDerivation`), written to the cache."""
     with derivation_lock(cache_dir, key):
@@ -211,7 +224,7 @@ def _derived(derivation_for, key, backend_name: str, versions: dict[str, str], c
 
 
 @contextlib.contextmanager
-def _stopped_logged():
+def _stopped_logged() -> Iterator[None]:
     """A derivation refused or past its budget is logged (the caller serves without this backend)."""
     try:
         yield
@@ -220,7 +233,7 @@ def _stopped_logged():
         raise
 
 
-def _guard_from(record: dict) -> UnicodeGuard:
+def _guard_from(record: GuardRecord) -> UnicodeGuard:
     return UnicodeGuard(from_ranges(record["code_points"]), record)
 
 

@@ -26,7 +26,7 @@ import sys
 import time
 from collections.abc import Callable
 
-from tokbackend.backends import _renewal as renewal
+from tokbackend._process import memory
 
 MIB = 1 << 20
 
@@ -49,8 +49,8 @@ class DerivationOverBudget(GuardUnavailableError):
 
 
 def resident_bytes() -> int:
-    """This process's resident set now (`renewal.resident_bytes`; where /proc is not there, its peak)."""
-    now = renewal.resident_bytes()
+    """This process's resident set now (`memory.resident_bytes`; where /proc is not there, its peak)."""
+    now = memory.resident_bytes()
     if now is not None:
         return now
     import resource

@@ -24,6 +24,7 @@ and most current LLM tokenizers are; for others the first oracle alone derives t
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from tokbackend._tokenizer_json import model_settings, top_level_sections
 
@@ -32,8 +33,8 @@ _CONTINUATION_BYTES = range(0x80, 0xC0)
 _ASCII_BYTES = range(0x80)
 
 
-def _is_byte_level(spec: dict) -> bool:
-    def has_byte_level(node) -> bool:
+def _is_byte_level(spec: dict[str, Any]) -> bool:
+    def has_byte_level(node: object) -> bool:
         if not isinstance(node, dict):
             return False
         return node.get("type") == "ByteLevel" or any(has_byte_level(child) for child in node.get("pretokenizers", []) or [])
@@ -51,7 +52,7 @@ def boundary_tokenizer_json(tokenizer_json: str) -> str | None:
         return None
     from transformers.convert_slow_tokenizer import bytes_to_unicode
 
-    mapping = bytes_to_unicode()  # GPT-2's byte -> printable character map, as ByteLevel uses
+    mapping: dict[int, str] = bytes_to_unicode()  # type: ignore[no-untyped-call]  # untyped; GPT-2's byte map, as ByteLevel uses
     vocab = {mapping[byte]: byte for byte in range(256)}
     merges: list[list[str]] = []
 

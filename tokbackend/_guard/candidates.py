@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from typing import Any
 
 from tokbackend._guard.contexts import normalizer_types, split_patterns
 from tokbackend._guard.history import changed_runs, rule_sensitive
@@ -33,7 +34,7 @@ def case_insensitive_letters(patterns: list[str]) -> set[str]:
     return {character.lower() for group in groups for character in group if character.isalpha() and character.isascii()}
 
 
-def candidate_runs(tokenizer_json: str | dict) -> list[tuple[int, int]]:
+def candidate_runs(tokenizer_json: str | dict[str, Any]) -> list[tuple[int, int]]:
     """Runs of code points to scan in every context (see the module docstring)."""
     spec = top_level_sections(tokenizer_json) if isinstance(tokenizer_json, str) else tokenizer_json  # vocabulary unparsed
     runs = list(changed_runs())
@@ -69,7 +70,7 @@ def run_around(code_point: int, limit: int = 4096) -> tuple[int, int]:
     type in this interpreter's tables (at most `limit` on each side): where a sampled code point
     diverged, its neighbours of one kind are scanned too."""
 
-    def kind(point: int):
+    def kind(point: int) -> tuple[str, int, str] | None:
         if 0xD800 <= point <= 0xDFFF or not 0 <= point < 0x110000:
             return None
         character = chr(point)

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from typing import Any
 
 from tokbackend._tokenizer_json import top_level_sections
 
@@ -54,11 +55,11 @@ class ScanContext:
         return self.template.format(character)
 
 
-def split_patterns(tokenizer_json: dict) -> list[str]:
+def split_patterns(tokenizer_json: dict[str, Any]) -> list[str]:
     """The Split regexes of a tokenizer.json's pre-tokenizer (inside Sequences too)."""
     found: list[str] = []
 
-    def visit(node) -> None:
+    def visit(node: object) -> None:
         if not isinstance(node, dict):
             return
         if node.get("type") == "Split" and isinstance(node.get("pattern"), dict) and "Regex" in node["pattern"]:
@@ -70,11 +71,11 @@ def split_patterns(tokenizer_json: dict) -> list[str]:
     return found
 
 
-def normalizer_types(tokenizer_json: dict) -> set[str]:
+def normalizer_types(tokenizer_json: dict[str, Any]) -> set[str]:
     """The normalizer types of a tokenizer.json (inside Sequences too)."""
     found: set[str] = set()
 
-    def visit(node) -> None:
+    def visit(node: object) -> None:
         if not isinstance(node, dict):
             return
         if node.get("type"):
@@ -92,7 +93,7 @@ def _pairs(family: str, lefts: list[str], rights: list[str]) -> list[ScanContext
     return [ScanContext(lefts[index % len(lefts)] + "{0}" + rights[(index + 1) % len(rights)], family) for index in range(count)]
 
 
-def derive_contexts(tokenizer_json: str | dict) -> list[ScanContext]:
+def derive_contexts(tokenizer_json: str | dict[str, Any]) -> list[ScanContext]:
     """The scan contexts for one tokenizer (see the module docstring for why they cover it)."""
     spec = top_level_sections(tokenizer_json) if isinstance(tokenizer_json, str) else tokenizer_json  # vocabulary unparsed
     patterns = split_patterns(spec)

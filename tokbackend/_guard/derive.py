@@ -47,19 +47,19 @@ from tokbackend._guard.bound import UNBOUNDED, DerivationBudget, DerivationMeter
 from tokbackend._guard.boundaries import boundary_tokenizer_json
 from tokbackend._guard.candidates import FIXED_PLANES_STRIDE, candidate_runs, representatives, run_around, sample
 from tokbackend._guard.contexts import ScanContext, derive_contexts
-from tokbackend._guard.records import RECORD_FORMAT, RecordKey, describe_pipeline
+from tokbackend._guard.records import RECORD_FORMAT, GuardRecord, RecordKey, describe_pipeline
 from tokbackend._guard.scan import ScanReport, plane_code_points, ranges, scan
-from tokbackend.backends._base import BatchEncoder
+from tokbackend.backends._base import BatchEncoder, EncodeBackend
 
 FULL_PLANES = (0, 1, 2, 3, 14)
 SCREENED_PLANES = (4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15, 16)
 SCREEN_CONTEXTS = (ScanContext("a{0}'s {0}1", "screen"), ScanContext(" {0}{0}\u0301 \u0345{0}\u0334", "screen"))
 
-BackendBuilder = Callable[[str], object]  # tokenizer.json -> an object with encode_batch
+BackendBuilder = Callable[[str], EncodeBackend]  # tokenizer.json -> a backend (its encode_batch is used)
 ASCII = tuple(range(0x80))
 
 
-def _hf_encoder(tokenizer_json: str):
+def _hf_encoder(tokenizer_json: str) -> BatchEncoder:
     from tokenizers import Tokenizer
 
     tokenizer = Tokenizer.from_str(tokenizer_json)
@@ -118,7 +118,7 @@ def _ascii_example(encoders: tuple[BatchEncoder, BatchEncoder], context: ScanCon
     return f"ASCII text: U+{code_point:04X} in the context {context.template!r} among the scan's other code points"
 
 
-def code_points_to_scan(reference: Callable, candidates: dict[str, Callable]) -> list[int]:
+def code_points_to_scan(reference: BatchEncoder, candidates: dict[str, BatchEncoder]) -> list[int]:
     """The planes every scan covers: the full planes, plus any screened plane in which the
     screen contexts show a difference between `reference` and any of `candidates`."""
     screened = scan(reference, candidates, SCREEN_CONTEXTS, plane_code_points(SCREENED_PLANES))
@@ -153,7 +153,7 @@ def run_oracles(
             {oracle: candidate},
             contexts_of[oracle],
             scanned,
-            progress=None if progress is None else lambda context, oracle=oracle: progress(f"{oracle}: {context.template!r}"),
+            progress=None if progress is None else lambda context, oracle=oracle: progress(f"{oracle}: {context.template!r}"),  # type: ignore[misc]  # python/mypy#15459
         )[oracle]
     return reports
 
@@ -167,7 +167,7 @@ def derive_record(
     contexts: list[ScanContext] | None = None,
     code_points: list[int] | None = None,
     progress: Callable[[str], None] | None = None,
-) -> dict:
+) -> GuardRecord:
     """The full scan: both oracles over every code point (see the module docstring)."""
     contexts = contexts or derive_contexts(tokenizer_json)
     started = time.perf_counter()
@@ -185,7 +185,7 @@ def derive_fast(
     code_points: list[int] | None = None,
     progress: Callable[[str], None] | None = None,
     budget: DerivationBudget = UNBOUNDED,
-) -> dict:
+) -> GuardRecord:
     """The fast derivation (see the module docstring). `code_points`: scan exactly these in every
     context instead (tests narrow a derivation so). `budget`: its bound (`tokbackend._guard.bound`;
     raises DerivationOverBudget past it); none by default, as offline."""
@@ -267,7 +267,7 @@ class FastDerivation:
             self._progress(f"{self._oracle}: {len(points)} code points x {len(over)} contexts")
         return scan(reference, {self._oracle: candidate}, over, points, meter=meter)[self._oracle]
 
-    def record(self, backend_name: str, key: RecordKey, versions: dict[str, str]) -> dict:
+    def record(self, backend_name: str, key: RecordKey, versions: dict[str, str]) -> GuardRecord:
         """The record of the fast derivation (see the module docstring)."""
         meter = self._budget.meter(self._what, self._spent)
         if self._code_points is not None:
@@ -301,7 +301,7 @@ def _spread_over_runs(report: ScanReport, runs: list[tuple[int, int]]) -> tuple[
     all diverge in the same contexts diverges there whole, one where none diverges nowhere
     (every engine reads a run alike, see `tokbackend._guard.history`); a run whose
     representatives disagree is returned to be scanned whole."""
-    contexts_of: dict[int, frozenset] = {}
+    contexts_of: dict[int, frozenset[ScanContext]] = {}
     for context, found in report.divergent.items():
         for point in found:
             contexts_of[point] = contexts_of.get(point, frozenset()) | {context}
@@ -317,7 +317,17 @@ def _spread_over_runs(report: ScanReport, runs: list[tuple[int, int]]) -> tuple[
     return spread, mixed
 
 
-def _record(tokenizer_json, backend_name, key, versions, contexts, reports, derivation, scanned, started) -> dict:
+def _record(
+    tokenizer_json: str,
+    backend_name: str,
+    key: RecordKey,
+    versions: dict[str, str],
+    contexts: list[ScanContext],
+    reports: dict[str, ScanReport],
+    derivation: str,
+    scanned: int,
+    started: float,
+) -> GuardRecord:
     union = sorted({code_point for report in reports.values() for code_point in report.all_divergent})
     # The record is the pipeline's when the vocabulary-free oracle ran and the model's own
     # vocabulary showed nothing more; otherwise it holds what this vocabulary does.

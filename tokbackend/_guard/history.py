@@ -24,6 +24,7 @@ import json
 import subprocess
 import sys
 import unicodedata
+from typing import Any
 
 from tokbackend._package_data import package_path, read_text
 
@@ -39,9 +40,10 @@ print(json.dumps({"version": u.unidata_version, "props": props}))
 
 
 @functools.cache
-def history() -> dict:
+def history() -> dict[str, Any]:
     """The shipped table (see the module docstring)."""
-    return json.loads(read_text("tokbackend._guard", "unicode_history.json"))
+    table: dict[str, Any] = json.loads(read_text("tokbackend._guard", "unicode_history.json"))
+    return table
 
 
 def changed_runs() -> list[tuple[int, int]]:
@@ -54,11 +56,12 @@ def rule_sensitive(name: str) -> list[int]:
     "case_relatives:<letter>" (code points whose case mappings or folding involve <letter>)."""
     table = history()
     if name.startswith("case_relatives:"):
-        return table["case_relatives"].get(name.partition(":")[2], [])
+        relatives: dict[str, list[int]] = table["case_relatives"]
+        return relatives.get(name.partition(":")[2], [])
     return [code_point for first, last in table[name] for code_point in range(first, last + 1)]
 
 
-def _properties_of(installation: str | None) -> dict:
+def _properties_of(installation: str | None) -> dict[str, Any]:
     if installation is None:  # this interpreter's own tables
         props = [
             None
@@ -68,10 +71,11 @@ def _properties_of(installation: str | None) -> dict:
         ]
         return {"version": unicodedata.unidata_version, "props": props}
     output = subprocess.run([sys.executable, "-c", _DUMP, installation], capture_output=True, text=True, check=True).stdout
-    return json.loads(output)
+    properties: dict[str, Any] = json.loads(output)
+    return properties
 
 
-def _ranges(code_points) -> list[list[int]]:
+def _ranges(code_points: list[int]) -> list[list[int]]:
     merged: list[list[int]] = []
     for code_point in sorted(set(code_points)):
         if merged and merged[-1][1] == code_point - 1:
@@ -81,7 +85,7 @@ def _ranges(code_points) -> list[list[int]]:
     return merged
 
 
-def build(installations: list[str]) -> dict:
+def build(installations: list[str]) -> dict[str, Any]:
     """The table from this interpreter's UCD and the `unicodedata2` installations given."""
     tables = [_properties_of(None), *(_properties_of(path) for path in installations)]
     runs: list[list[int]] = []

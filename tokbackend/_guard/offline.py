@@ -14,7 +14,7 @@ from pathlib import Path
 from tokbackend._guard import UnicodeGuard, guard_versions
 from tokbackend._guard.bound import UNBOUNDED, GuardUnavailableError
 from tokbackend._guard.derive import derive_fast, derive_record
-from tokbackend._guard.records import record_key, write_record
+from tokbackend._guard.records import GuardRecord, record_key, write_record
 from tokbackend._guard.scan import from_ranges
 from tokbackend.backends import backend_class
 from tokbackend.backends._base import BackendUnavailableError
@@ -26,7 +26,7 @@ class Derived:
     written; or why there is none (`problem`); neither where the backend needs no guard."""
 
     backend: str
-    record: dict | None = None
+    record: GuardRecord | None = None
     guard: UnicodeGuard | None = None
     path: Path | None = None
     problem: str | None = None  # "cannot serve this model (...)", "not exact for this model (...)"
@@ -55,7 +55,7 @@ def derive_records(
             record = derive(
                 tokenizer_json,
                 kind.guard_family,
-                lambda text, kind=kind: kind(text, kind.options_for_scanning()),
+                lambda text, kind=kind: kind(text, kind.options_for_scanning()),  # type: ignore[misc]  # python/mypy#15459
                 record_key(tokenizer_json, kind.guard_family),
                 guard_versions(tuple(kind.versioned_libraries)),
                 progress=None if progress is None else functools.partial(progress, name),

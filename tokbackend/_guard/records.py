@@ -33,6 +33,7 @@ import re
 from collections.abc import Iterator
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from typing import Any
 
 from tokbackend._cache_dir import read_json_object
 from tokbackend._package_data import package_path
@@ -48,6 +49,7 @@ _PIPELINE_MODEL_FIELDS = re.compile(r'"(type|dropout)":\s*("[^"]*"|[-0-9.eE]+|nu
 # ... and those the boundary oracle keeps too, which change its ids where set (keyed only then,
 # so the keys of every record derived without them stay as they were).
 _SUBWORD_AFFIXES = ("continuing_subword_prefix", "end_of_word_suffix")
+GuardRecord = dict[str, Any]  # a record as its JSON file holds it
 
 
 def installed_versions(libraries: tuple[str, ...]) -> dict[str, str]:
@@ -116,7 +118,7 @@ def pipeline_fingerprint(tokenizer_json: str) -> str:
 _OFFSETS_ONLY = frozenset({"trim_offsets"})
 
 
-def _canonical(node):
+def _canonical(node: object) -> object:
     """A normalizer or pre-tokenizer with what cannot change ids left out: offset-only fields,
     and an empty Sequence (which does nothing) as none at all."""
     if isinstance(node, list):
@@ -132,10 +134,10 @@ def describe_pipeline(tokenizer_json: str) -> str:
     """'NFC + Sequence[Split(regex 3f1a9c..), ByteLevel]': the pipeline a record matched, for logs."""
     sections = top_level_sections(tokenizer_json)
 
-    def name(node) -> str:
+    def name(node: dict[str, Any] | None) -> str:
         if node is None:
             return "none"
-        kind = node.get("type", "?")
+        kind: str = node.get("type", "?")
         children = node.get("normalizers") or node.get("pretokenizers")
         if children is not None:
             return f"{kind}[{', '.join(name(child) for child in children)}]"
@@ -174,14 +176,14 @@ def record_key(tokenizer_json: str, family: str) -> RecordKey:
     return RecordKey(family, pipeline_fingerprint(tokenizer_json), tokenizer_json)
 
 
-def _result_digest(record: dict) -> str:
+def _result_digest(record: GuardRecord) -> str:
     """What a derivation found (and how), independent of when and on which versions."""
     keys = ("backend", "scope", "pipeline", "model_fingerprint", "vocabulary_fingerprint", "contexts", "code_points", "found_by")
     found = {key: record.get(key) for key in keys}
     return hashlib.sha256(json.dumps(found, sort_keys=True).encode("utf-8")).hexdigest()[:8]
 
 
-def _file_prefix(record: dict) -> str:
+def _file_prefix(record: GuardRecord) -> str:
     """The file name's start: family, pipeline, and the model and vocabulary where the record is the model's."""
     prefix = f"{record['backend']}-p{record['pipeline'][:16]}-"
     if record.get("scope") != "model":
@@ -195,7 +197,7 @@ def search_path(cache_dir: Path) -> list[Path]:
     return [*([Path(baked)] if baked else []), SHIPPED_RECORDS, cache_dir / "guards"]
 
 
-def find_record(key: RecordKey, cache_dir: Path, versions: dict[str, str]) -> tuple[dict | None, dict | None]:
+def find_record(key: RecordKey, cache_dir: Path, versions: dict[str, str]) -> tuple[GuardRecord | None, GuardRecord | None]:
     """(a record valid for `versions`, or None; any record found, for saying why it is stale).
     A returned record carries `path` and `matched` ("pipeline", "model" or "model, earlier format").
     A damaged record is passed over (a WARNING names it); one in the cache is removed, so that
@@ -226,7 +228,7 @@ def _glob(key: RecordKey, matched: str) -> str:
     return f"{key.family}-{key.model[:16]}-*.json"
 
 
-def _applies(record: dict, key: RecordKey, matched: str) -> bool:
+def _applies(record: GuardRecord, key: RecordKey, matched: str) -> bool:
     if matched == "model, earlier format":
         return record.get("format") == LEGACY_FORMAT and record.get("model_fingerprint") == key.model
     if record.get("format") != RECORD_FORMAT or record.get("pipeline") != key.pipeline:
@@ -236,7 +238,7 @@ def _applies(record: dict, key: RecordKey, matched: str) -> bool:
     return record.get("model_fingerprint") == key.model and record.get("vocabulary_fingerprint") == key.vocabulary
 
 
-def write_record(record: dict, directory: Path) -> Path:
+def write_record(record: GuardRecord, directory: Path) -> Path:
     """Write atomically (readers in other processes never see half a file). A record that
     found exactly what one already in `directory` found is merged into it: the versions it
     was derived on are added to that record's `applies_to`."""

@@ -10,7 +10,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 from array import array
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from tokbackend._cache_dir import cache_dir
 from tokbackend._guard import GuardUnavailableError, UnicodeGuard, load_guard
@@ -51,9 +52,17 @@ class Routing:
     def describe(self) -> dict[str, str]:
         return {"backend": self.lane.name, "reason": self.reason}
 
+    @overload
+    def encode(
+        self, texts: list[str], hf_ids: BatchEncoder, one_by_one: bool = False, arrays: Literal[False] = False
+    ) -> tuple[list[list[int]], set[int]]: ...
+    @overload
     def encode(
         self, texts: list[str], hf_ids: BatchEncoder, one_by_one: bool = False, arrays: bool = False
-    ) -> tuple[list[list[int]] | list[array], set[int]]:
+    ) -> tuple[list[list[int]] | list[array[int]], set[int]]: ...
+    def encode(
+        self, texts: list[str], hf_ids: BatchEncoder, one_by_one: bool = False, arrays: bool = False
+    ) -> tuple[Sequence[list[int] | array[int]], set[int]]:
         """(ids of each text, indexes of the texts the Unicode guard sent to HuggingFace): the
         lane's backend answers the others, in one batch call, or one single-text call each for
         one text or, with `one_by_one`, at most `FEW_TEXTS` texts.
@@ -68,17 +77,17 @@ class Routing:
         few = one_by_one and len(texts) <= FEW_TEXTS
         guarded = lane.guard.guarded(texts)
         rest = [index for index in range(len(texts)) if index not in guarded]
-        ids: list = [None] * len(texts)
+        ids: list[Any] = [None] * len(texts)
         if rest:
             backend = lane.backend
             if few:
                 one = functools.partial(encode_array, backend) if arrays else backend.encode
-                answered = [one(texts[index]) for index in rest]
+                answered: Sequence[list[int] | array[int]] = [one(texts[index]) for index in rest]
             else:
                 rest_texts = [texts[index] for index in rest]
                 answered = encode_batch_arrays(backend, rest_texts) if arrays else backend.encode_batch(rest_texts)
-            for index, sequence in zip(rest, answered):
-                ids[index] = sequence
+            for index, answer in zip(rest, answered):
+                ids[index] = answer
         if guarded:
             order = sorted(guarded)
             for index, sequence in zip(order, hf_ids([texts[i] for i in order])):
@@ -127,6 +136,7 @@ def _built_lane(name: str, tokenizer_json: str, options: AccelerationOptions, re
     loading = OnItsOwnThread(load, "tokbackend-backend-load")
 
     def wrong_on_ascii() -> str | None:
+        assert reference is not None
         mismatch = ascii_probe(loading.result(), reference.hf_ids).mismatch
         if mismatch is None:
             return None

@@ -91,10 +91,10 @@ def premise_fails(splitter: AddedTokenSplitter, hf_ids: BatchEncoder) -> str | N
     chosen = list(dict.fromkeys([contents[0], contents[-1], max(contents, key=len)]))
     texts = [template.format(token) for token in chosen for template in _PREMISE_TEMPLATES]
     split = [splitter.split(text) for text in texts]
-    pieces = list(dict.fromkeys(text_of(part) for parts in split for part in parts if type(part) is not int))
+    pieces = list(dict.fromkeys(text_of(part) for parts in split for part in parts if not isinstance(part, int)))
     alone = dict(zip(pieces, hf_ids(pieces)))
     for text, parts, expected in zip(texts, split, hf_ids(texts)):
-        assembled = [token_id for part in parts for token_id in ([part] if type(part) is int else alone[text_of(part)])]
+        assembled = [token_id for part in parts for token_id in ([part] if isinstance(part, int) else alone[text_of(part)])]
         if assembled != expected:
             return (
                 f"pieces between added tokens are not encoded independently by this pipeline: HF gives {expected[:8]} for "

@@ -36,7 +36,7 @@ def encode_through_cache(
     repeated: set[str | Piece] = set()  # missed pieces that occur more than once in the call
     for parts in split:
         for part in parts:
-            if type(part) is int:
+            if isinstance(part, int):
                 continue
             if part in found:  # a second occurrence in this call (a burst's system prompt)
                 reused_chars += len(part)
@@ -64,7 +64,7 @@ def encode_through_cache(
         # other text of it: their lists are handed out as they are, with no copy.
         exclusive = missing.keys() - stored - repeated
     # whether HF answered some piece of each text (counted as such)
-    via_hf = [bool(guarded) and any(part in guarded for part in parts if type(part) is not int) for parts in split]
+    via_hf = [bool(guarded) and any(part in guarded for part in parts if not isinstance(part, int)) for parts in split]
     results = []
     for text, entry, head, parts in zip(texts, found_under, heads, split):
         ids, reused, boundary = _assemble(parts, found, head, exclusive, splitter.lengths)
@@ -72,7 +72,7 @@ def encode_through_cache(
         if boundary is not None:
             # a request that extends none before it is remembered without its ids (no copy);
             # one that does (an agent's next turn) with them
-            chunks = None if entry is None else (*(head.chunks if head else ()), ids[reused : boundary[1]])
+            chunks = None if entry is None else (*(head.chunks or () if head else ()), ids[reused : boundary[1]])
             cache.remember(text, boundary[0], chunks, replaces=entry)
     return results, sum(via_hf)
 
@@ -87,10 +87,10 @@ def _assemble(
     """(ids of the text, how many came from `head`, (characters, ids) up to its last added token
     or None). Without a head, the longest piece in `exclusive` becomes the result in place (the
     ids before it are inserted in front: a move of pointers, where a copy would touch every id)."""
-    chars, count = (head.chars, sum(map(len, head.chunks))) if head else (0, 0)
+    chars, count = (head.chars, sum(map(len, head.chunks or ()))) if head else (0, 0)
     reused, boundary = count, None
     for part in parts:
-        if type(part) is int:
+        if isinstance(part, int):
             chars += lengths[part]
             count += 1
             boundary = (chars, count)
@@ -98,19 +98,20 @@ def _assemble(
             chars += len(part)
             count += len(found[part])
     largest = None
+    longest: str | Piece = ""  # parts[largest]
     if head is None and exclusive:
         for index, part in enumerate(parts):
-            if type(part) is not int and part in exclusive and (largest is None or len(part) > len(parts[largest])):
-                largest = index
+            if not isinstance(part, int) and part in exclusive and (largest is None or len(part) > len(longest)):
+                largest, longest = index, part
     ids: list[int] = []  # the caller's own list: cached lists are never handed out
     if head:
-        for chunk in head.chunks:
+        for chunk in head.chunks or ():
             ids += chunk
     if largest is None:
         _extend(ids, parts, found)
     else:
         _extend(ids, parts[:largest], found)
-        ids, before = found[parts[largest]], ids
+        ids, before = found[longest], ids
         ids[0:0] = before
         _extend(ids, parts[largest + 1 :], found)
     return ids, reused, boundary
@@ -118,7 +119,7 @@ def _assemble(
 
 def _extend(ids: list[int], parts: list[str | Piece | int], found: dict[str | Piece, list[int]]) -> None:
     for part in parts:
-        if type(part) is int:
+        if isinstance(part, int):
             ids.append(part)
         else:
             ids += found[part]

@@ -21,7 +21,7 @@ memo, every request hashes, looks up and concatenates every piece of the whole c
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Set
 from typing import Any, NamedTuple
 
 from tokbackend._process.forking import fork_safe_lock
@@ -75,9 +75,9 @@ class SegmentCache:
     def __init__(self, budget_bytes: int, steps_aside: bool = True) -> None:
         self.budget_bytes = budget_bytes
         self.steps_aside = steps_aside
-        self._ids: dict[str, list[int]] = {}
-        self._sizes: dict[str, int] = {}
-        self._hit_since_sweep: dict[str, bool] = {}
+        self._ids: dict[str | Piece, list[int]] = {}
+        self._sizes: dict[str | Piece, int] = {}
+        self._hit_since_sweep: dict[str | Piece, bool] = {}
         self._lock = fork_safe_lock(self, "_lock")  # each entry is set in one step
         self.bytes = 0
         self.hits = 0  # unlocked counters: approximate under concurrency, never wrong ids
@@ -121,7 +121,7 @@ class SegmentCache:
         return ids
 
     def put_many(
-        self, items: Iterable[tuple[str | Piece, list[int]]], seen_twice: set[str | Piece] = frozenset()
+        self, items: Iterable[tuple[str | Piece, list[int]]], seen_twice: Set[str | Piece] = frozenset()
     ) -> set[str | Piece]:
         """Store the pieces seen before (the doorkeeper): a piece missed for the first time is
         only noted by its hash, so text that never repeats is neither stored nor evicted; one in

@@ -50,7 +50,7 @@ def _nothing(text: str) -> None:
 
 
 def text_of(piece: str | Piece) -> str:
-    return piece.text if type(piece) is Piece else piece
+    return piece.text if isinstance(piece, Piece) else piece
 
 
 class AddedTokenSplitter:

@@ -15,7 +15,7 @@ import contextlib
 import importlib
 from collections.abc import Callable, Iterator
 from types import ModuleType
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 # Default growth budget, in MiB, for backends whose caches grow without bound (see
 # `tokbackend.backends._renewal`).
@@ -98,22 +98,22 @@ BatchEncoder = Callable[[list[str]], list[list[int]]]
 class EncodeBackend(Protocol):
     """Text -> ids, for one tokenizer, safe to call from many threads at once."""
 
-    name: ClassVar[str]
+    # Class attributes, which `RenewingBackend` (a wrapper) sets on each instance: no ClassVar.
+    name: str
     # Whether this is HuggingFace's own encoder, the reference the others are compared with
     # (never a candidate of "auto").
-    is_reference: ClassVar[bool]
+    is_reference: bool
     # Whether text must be screened for code points on which this backend and HF diverge
     # (see tokbackend._guard); False only for backends that are the reference itself.
-    needs_unicode_guard: ClassVar[bool]
+    needs_unicode_guard: bool
     # Libraries whose versions a guard record for this backend depends on (besides tokenizers),
     # and the name its records are filed under (the library's, whatever name it is registered as).
-    versioned_libraries: ClassVar[tuple[str, ...]]
-    guard_family: ClassVar[str]
+    versioned_libraries: tuple[str, ...]
+    guard_family: str
     # Whether its caches grow with every distinct text and never shrink; such a backend is
     # served through `RenewingBackend`, which bounds them.
-    grows_without_bound: ClassVar[bool]
-    # Where "auto" tries it: lower first (fastokens 10, gigatoken 20; 50 when not declared).
-    auto_preference: ClassVar[int]
+    grows_without_bound: bool
+    # Optional: `auto_preference`, where "auto" tries it: lower first (fastokens 10, gigatoken 20; 50 when not declared).
     # Optional: `preloads`, modules to import in the background from `import tokbackend`
     # (`tokbackend._process.preload`): a library the backend's first calls would import.
 

@@ -77,10 +77,10 @@ class FastokensBackend:
         except BaseException as error:
             raise _PANICS_AS_ERRORS.converted(error) from None
 
-    def encode_array(self, text: str) -> array.array:
+    def encode_array(self, text: str) -> array.array[int]:
         return self.encode_batch_arrays([text])[0]
 
-    def encode_batch_arrays(self, texts: list[str]) -> list[array.array]:
+    def encode_batch_arrays(self, texts: list[str]) -> list[array.array[int]]:
         # the flat buffer: no Python ints at all
         with _PANICS_AS_ERRORS:
             ids_buffer, offsets_buffer = self._rust.encode_batch_flat(texts)
@@ -97,7 +97,8 @@ class FastokensBackend:
 
     def _ids(self, text: str) -> list[int]:
         try:
-            return self._rust.encode(text).ids
+            ids: list[int] = self._rust.encode(text).ids  # fastokens ships no py.typed
+            return ids
         except BaseException as error:
             raise _PANICS_AS_ERRORS.converted(error) from None
 

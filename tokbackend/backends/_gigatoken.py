@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 from array import array
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -22,6 +22,9 @@ from tokbackend._process.forking import in_forked_child
 from tokbackend.backends._arrays import split_uint32, widened
 from tokbackend.backends._base import import_library, loading_tokenizer_json, panics_as_errors
 from tokbackend.backends._warmup import builtin_texts
+
+if TYPE_CHECKING:
+    from gigatoken.gigatoken_rs import BPETokenizer, SentencePieceTokenizer
 
 # A panic inside gigatoken while it encodes, as BackendPanicError (made once: it keeps no state).
 _PANICS_AS_ERRORS = panics_as_errors("gigatoken")
@@ -56,7 +59,7 @@ class GigatokenBackend:
     def __init__(self, tokenizer_json: str, options: GigatokenOptions = GigatokenOptions()) -> None:
         gigatoken = import_library("gigatoken", "gigatoken>=0.10,<0.11")
         with loading_tokenizer_json("gigatoken"):
-            self._rust = gigatoken.Tokenizer.from_json(tokenizer_json).backend
+            self._rust: BPETokenizer | SentencePieceTokenizer = gigatoken.Tokenizer.from_json(tokenizer_json).backend
         self._warm = options.warm
 
     @classmethod
@@ -72,16 +75,16 @@ class GigatokenBackend:
     def encode_batch(self, texts: list[str]) -> list[list[int]]:
         return self._call(texts, parallel=len(texts) > 1 and not in_forked_child())
 
-    def encode_array(self, text: str) -> array:
+    def encode_array(self, text: str) -> array[int]:
         # Not the library's single-document `encode` (a uint32 buffer too): it borrows the
         # tokenizer mutably, and fails with "Already borrowed" while another thread's batch call
         # runs (tests/test_concurrency.py); `encode_batch` does not.
         return self._arrays([text], parallel=False)[0]
 
-    def encode_batch_arrays(self, texts: list[str]) -> list[array]:
+    def encode_batch_arrays(self, texts: list[str]) -> list[array[int]]:
         return self._arrays(texts, parallel=len(texts) > 1 and not in_forked_child())
 
-    def _arrays(self, texts: list[str], parallel: bool) -> list[array]:
+    def _arrays(self, texts: list[str], parallel: bool) -> list[array[int]]:
         with _PANICS_AS_ERRORS:
             result = self._rust.encode_batch(texts, parallel=parallel)
         layout = getattr(result, "layout", None)

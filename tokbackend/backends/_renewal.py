@@ -22,13 +22,15 @@ import logging
 import time
 from array import array
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from tokbackend._process.exiting import exiting
 from tokbackend._process.memory import release_freed_memory, resident_bytes
 from tokbackend._process.threads import OnItsOwnThread
 from tokbackend.backends._arrays import encode_array, encode_batch_arrays
 from tokbackend.backends._base import EncodeBackend, panics_as_errors
+
+_T = TypeVar("_T")
 
 
 class RenewingBackend:
@@ -64,10 +66,10 @@ class RenewingBackend:
     def encode_batch(self, texts: list[str]) -> list[list[int]]:
         return self._measured(lambda backend: backend.encode_batch(texts))
 
-    def encode_array(self, text: str) -> array:
+    def encode_array(self, text: str) -> array[int]:
         return self._measured(lambda backend: encode_array(backend, text))
 
-    def encode_batch_arrays(self, texts: list[str]) -> list[array]:
+    def encode_batch_arrays(self, texts: list[str]) -> list[array[int]]:
         return self._measured(lambda backend: encode_batch_arrays(backend, texts))
 
     def stats(self) -> dict[str, Any]:
@@ -84,7 +86,7 @@ class RenewingBackend:
         self._current.prepare()
         self._prepare_spare(after_renewal=False)
 
-    def _measured(self, call: Callable[[EncodeBackend], Any]) -> Any:
+    def _measured(self, call: Callable[[EncodeBackend], _T]) -> _T:
         before = resident_bytes()
         result = call(self._current)
         after = resident_bytes()
