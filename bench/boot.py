@@ -43,15 +43,14 @@ from bench import served
 from tokbackend._process import preload
 tokbackend.preload()  # as the server plugins do, while the server does its other start-up work
 preload.wait()  # the backends' libraries: imports are not start-up work of either side
-from tokbackend._guard import records
-if shipped == "no":
-    records.SHIPPED_RECORDS = Path(directory) / "no-shipped-records"
+from tokbackend._guard import GuardSettings
+settings = GuardSettings(shipped_records=Path(directory) / "no-shipped-records") if shipped == "no" else GuardSettings()
 started = time.perf_counter()
 hf = AutoTokenizer.from_pretrained(directory, local_files_only=True)
 hf_s = time.perf_counter() - started
 plain = AutoTokenizer.from_pretrained(directory, local_files_only=True)
 started = time.perf_counter()
-fast = tokbackend.accelerate(plain, mode)
+fast = tokbackend.accelerate(plain, mode, guard=settings)
 accelerate_s = time.perf_counter() - started
 ids = fast.encode(TEXT)
 ready_s = time.perf_counter() - started

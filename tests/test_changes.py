@@ -14,16 +14,16 @@ from defects import serve_with_fingerprint
 
 import tokbackend
 from equivalence.changes import CHANGES, texts_for
-from tokbackend import _guard as guard_module
+from tokbackend._guard import GuardSettings
 from tokbackend._tokenizer import reference_of
 
 
 @pytest.fixture
-def narrow_derivations(monkeypatch, tmp_path):
+def narrow_derivations(monkeypatch, tmp_path) -> GuardSettings:
     """A change that makes a new pipeline derives its guard; here over a few blocks, not every
-    code point, in a cache of the test's own."""
-    monkeypatch.setattr(guard_module, "DERIVATION_CODE_POINTS", list(range(0x4E00, 0x4E40)) + list(range(0x1AC0, 0x1B00)))
+    code point (the guard settings returned, for accelerate()), in a cache of the test's own."""
     monkeypatch.setenv("TOKBACKEND_CACHE_DIR", str(tmp_path))
+    return GuardSettings(code_points=(*range(0x4E00, 0x4E40), *range(0x1AC0, 0x1B00)))
 
 
 def _cases():
@@ -46,7 +46,7 @@ def test_a_change_that_makes_the_backend_wrong_on_ascii_is_refused_before_any_de
     a guard (a derivation that, unnarrowed, finds nearly every code point divergent and scans
     all 1.1M of them: 2,279 s in one `tokbackend verify`); before, it derived, then probed."""
     hf = fresh_qwen3()
-    fast = tokbackend.accelerate(hf, "gigatoken")
+    fast = tokbackend.accelerate(hf, "gigatoken", guard=narrow_derivations)
     next(change for change in CHANGES if change.name == "a pre-tokenizer setting changed in place").apply(hf)
     assert fast.encode("Hello, world!") == hf.encode("Hello, world!")
     stats = fast.tokbackend.stats()
@@ -58,7 +58,7 @@ def test_a_change_that_makes_the_backend_wrong_on_ascii_is_refused_before_any_de
 @pytest.mark.parametrize("change, through, backend", list(_cases()))
 def test_a_change_after_accelerate_is_seen_on_the_next_call(change, through, backend, narrow_derivations):
     hf = fresh_qwen3()
-    fast = tokbackend.accelerate(hf, backend)
+    fast = tokbackend.accelerate(hf, backend, guard=narrow_derivations)
     texts = texts_for(change, hf)
     change.apply(hf if through == "original" else fast)
     for text in texts:

@@ -6,6 +6,7 @@ Each gate is driven to failure by a planted defect of its class (`tests/defects.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 
@@ -18,7 +19,7 @@ from equivalence.changes import CHANGES
 from equivalence.families import build_family
 from tokbackend import _cli as cli
 from tokbackend import _guard as guard_module
-from tokbackend._guard import bound, derive, records
+from tokbackend._guard import GuardSettings, bound, derive, records
 from tokbackend._guard.bound import DerivationBudget, DerivationOverBudget
 from tokbackend._guard.records import find_record, model_fingerprint, pipeline_fingerprint, record_key, write_record
 from tokbackend.backends import backend_class
@@ -29,12 +30,22 @@ FAKE_VERSIONS = {"tokenizers": "9.9.9", "gigatoken": "9.9.9"}
 
 @pytest.fixture
 def unseen(monkeypatch, tmp_path):
-    """No shipped or baked record and an empty cache (its guards directory returned): every
-    pipeline derives, the planted backends (gigatoken's guard family) too."""
-    monkeypatch.setattr(records, "SHIPPED_RECORDS", tmp_path / "no-shipped-records")
+    """No baked record and an empty cache (its guards directory returned); `_unshipped(tmp_path)`
+    adds no shipped record: every pipeline derives, the planted backends (gigatoken's family) too."""
     monkeypatch.delenv(records.BAKED_RECORDS_ENV, raising=False)
     monkeypatch.setenv("TOKBACKEND_CACHE_DIR", str(tmp_path / "cache"))
     return tmp_path / "cache" / "guards"
+
+
+def _unshipped(tmp_path, **changes) -> GuardSettings:
+    """The guard settings accelerate() serves with, reading shipped records from an empty
+    directory, with `changes` (budget, code_points)."""
+    return dataclasses.replace(GuardSettings(shipped_records=tmp_path / "no-shipped-records"), **changes)
+
+
+def _clocked(clock, budget: DerivationBudget = guard_module.DERIVATION_BUDGET) -> DerivationBudget:
+    """`budget` metered on `clock` (both of its clocks, wall and CPU)."""
+    return dataclasses.replace(budget, clocks=(clock, clock))
 
 
 class HandClock:
@@ -51,10 +62,8 @@ class HandClock:
 
 
 @pytest.fixture
-def hand_clock(monkeypatch):
-    clock = HandClock()
-    monkeypatch.setattr(bound, "CLOCKS", (clock, clock))
-    return clock
+def hand_clock():
+    return HandClock()
 
 
 def _records(directory) -> list:
@@ -65,7 +74,7 @@ def _records(directory) -> list:
 
 
 def test_a_backend_wrong_on_ascii_letters_is_refused_before_anything_past_ascii_is_scanned(
-    unseen, register_for_test, monkeypatch
+    unseen, register_for_test, monkeypatch, tmp_path
 ):
     """Without the boot probe (probe=False) the derivation refuses it itself, on the 128 ASCII
     code points: no guard sends an ASCII text to HuggingFace, and its derivation would find
@@ -73,7 +82,7 @@ def test_a_backend_wrong_on_ascii_letters_is_refused_before_anything_past_ascii_
     register_for_test(DropsOnAsciiLetters.name, DropsOnAsciiLetters)
     monkeypatch.setattr(DropsOnAsciiLetters, "largest_seen", 0)
     hf = fresh_qwen3()
-    fast = tokbackend.accelerate(hf, DropsOnAsciiLetters.name, probe=False)
+    fast = tokbackend.accelerate(hf, DropsOnAsciiLetters.name, probe=False, guard=_unshipped(tmp_path))
     stats = fast.tokbackend.stats()
     assert not stats["fast_path_enabled"]
     assert "not derived: the backend differs from HuggingFace on the ASCII text" in stats["disabled_reason"]
@@ -82,8 +91,7 @@ def test_a_backend_wrong_on_ascii_letters_is_refused_before_anything_past_ascii_
     assert fast.encode("Hello, world!") == hf.encode("Hello, world!")
     # the planted derivation without the refusal scans on past ASCII and writes what it found
     monkeypatch.setattr(derive, "refuse_if_wrong_on_ascii", lambda *args, **kwargs: None)
-    monkeypatch.setattr(guard_module, "DERIVATION_CODE_POINTS", STABLE)
-    tokbackend.accelerate(hf, DropsOnAsciiLetters.name, probe=False)
+    tokbackend.accelerate(hf, DropsOnAsciiLetters.name, probe=False, guard=_unshipped(tmp_path, code_points=tuple(STABLE)))
     assert DropsOnAsciiLetters.largest_seen >= 0x400 and _records(unseen)
 
 
@@ -105,7 +113,7 @@ def test_the_change_of_the_issue_is_refused_without_a_probe_and_writes_no_record
 # -- the time bound ---------------------------------------------------------------------------
 
 
-def test_a_slow_derivation_is_cut_off_by_the_time_bound(unseen, hand_clock, register_for_test, caplog):
+def test_a_slow_derivation_is_cut_off_by_the_time_bound(unseen, hand_clock, register_for_test, caplog, tmp_path):
     """0.1 s (on the hand clock) a batch call: the derivation's screen fits in 10 s, its scan does
     not. It stops at the bound, writes no record, says how to derive offline, and HuggingFace
     serves."""
@@ -113,7 +121,7 @@ def test_a_slow_derivation_is_cut_off_by_the_time_bound(unseen, hand_clock, regi
     register_for_test(slow.name, slow)
     hf = fresh_qwen3()
     with caplog.at_level(logging.WARNING, logger="tokbackend"):
-        fast = tokbackend.accelerate(hf, slow.name)
+        fast = tokbackend.accelerate(hf, slow.name, guard=_unshipped(tmp_path, budget=_clocked(hand_clock)))
     stats = fast.tokbackend.stats()
     assert not stats["fast_path_enabled"]
     assert "over its bound" in stats["disabled_reason"] and "of its 10 s" in stats["disabled_reason"]
@@ -122,23 +130,23 @@ def test_a_slow_derivation_is_cut_off_by_the_time_bound(unseen, hand_clock, regi
     assert fast.encode("Hello, world!") == hf.encode("Hello, world!")
 
 
-def test_the_planted_slow_derivation_runs_on_without_the_bound(unseen, hand_clock, register_for_test, monkeypatch):
+def test_the_planted_slow_derivation_runs_on_without_the_bound(unseen, hand_clock, register_for_test, tmp_path):
     """The same slow backend with no bound derives past 10 s (on the hand clock) and serves: the
     test above is cut off by the bound, not by anything else."""
-    monkeypatch.setattr(guard_module, "DERIVATION_BUDGET", bound.UNBOUNDED)
     slow = slow_to_scan(hand_clock.advance, 0.1)
     register_for_test(slow.name, slow)
-    fast = tokbackend.accelerate(fresh_qwen3(), slow.name)
+    fast = tokbackend.accelerate(
+        fresh_qwen3(), slow.name, guard=_unshipped(tmp_path, budget=_clocked(hand_clock, bound.UNBOUNDED))
+    )
     assert fast.tokbackend.fast_path_enabled
     assert hand_clock.now > 10 and len(_records(unseen)) == 1
 
 
-def test_the_meter_reads_the_lesser_of_wall_clock_and_cpu_time(monkeypatch):
+def test_the_meter_reads_the_lesser_of_wall_clock_and_cpu_time():
     """A loaded machine stretches the wall clock, not the CPU time: that does not cut a fair
     derivation off; work past the bound on both clocks does."""
     wall, cpu = HandClock(), HandClock()
-    monkeypatch.setattr(bound, "CLOCKS", (wall, cpu))
-    meter = DerivationBudget(seconds=10.0).meter("a derivation")
+    meter = DerivationBudget(seconds=10.0, clocks=(wall, cpu)).meter("a derivation")
     wall.advance(40.0)
     cpu.advance(6.0)
     meter.check("loaded machine")
@@ -154,15 +162,15 @@ def test_the_meter_reads_the_lesser_of_wall_clock_and_cpu_time(monkeypatch):
 # -- the memory bound -------------------------------------------------------------------------
 
 
-def test_an_allocating_derivation_is_cut_off_by_the_memory_bound(unseen, register_for_test, monkeypatch, caplog):
+def test_an_allocating_derivation_is_cut_off_by_the_memory_bound(unseen, register_for_test, caplog, tmp_path):
     """16 MiB kept from each batch call, against a 64 MiB bound (the 500 MiB one is the same
     check): cut off within the first few calls, no record written."""
-    monkeypatch.setattr(guard_module, "DERIVATION_BUDGET", DerivationBudget(seconds=10.0, megabytes=64))
+    settings = _unshipped(tmp_path, budget=DerivationBudget(seconds=10.0, megabytes=64))
     allocating = allocates_when_scanning(16)
     register_for_test(allocating.name, allocating)
     try:
         with caplog.at_level(logging.WARNING, logger="tokbackend"):
-            fast = tokbackend.accelerate(fresh_qwen3(), allocating.name)
+            fast = tokbackend.accelerate(fresh_qwen3(), allocating.name, guard=settings)
         calls = len(allocating.held)
     finally:
         allocating.held.clear()
@@ -173,18 +181,18 @@ def test_an_allocating_derivation_is_cut_off_by_the_memory_bound(unseen, registe
     assert not _records(unseen)
 
 
-def test_memory_other_work_frees_during_a_derivation_makes_no_room_for_it(unseen, register_for_test, monkeypatch):
+def test_memory_other_work_frees_during_a_derivation_makes_no_room_for_it(unseen, register_for_test, tmp_path):
     """768 MiB freed by other work inside the first batch call, then 16 MiB kept from each call,
     against a 64 MiB bound: growth counts from the lowest the resident set has been, so the
     derivation is cut off within a few calls of the fall. Counted from where it started (as
     before: a CI run let 59 calls through while another test's memory was being freed), 26
     calls got through here."""
-    monkeypatch.setattr(guard_module, "DERIVATION_BUDGET", DerivationBudget(seconds=10.0, megabytes=64))
+    settings = _unshipped(tmp_path, budget=DerivationBudget(seconds=10.0, megabytes=64))
     allocating = allocates_while_other_work_frees(768, 16)
     register_for_test(allocating.name, allocating)
     allocating.start_other_work()
     try:
-        fast = tokbackend.accelerate(fresh_qwen3(), allocating.name)
+        fast = tokbackend.accelerate(fresh_qwen3(), allocating.name, guard=settings)
         calls = len(allocating.held)
     finally:
         allocating.held.clear()

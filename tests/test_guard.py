@@ -20,7 +20,7 @@ from equivalence.differential import find_mismatch
 from equivalence.strategies import EXAMPLES, input_classes
 from equivalence.vocabularies import vocabulary_dir
 from tokbackend import _guard as guard_module
-from tokbackend._guard import UnicodeGuard, model_fingerprint
+from tokbackend._guard import GuardSettings, UnicodeGuard, model_fingerprint
 from tokbackend._guard.contexts import ScanContext, derive_contexts
 from tokbackend._guard.derive import core_contexts, run_oracles
 from tokbackend._guard.records import BAKED_RECORDS_ENV, find_record, pipeline_fingerprint, record_key, write_record
@@ -413,10 +413,13 @@ def test_write_record_merges_versions_with_the_same_result(tmp_path, fresh_pair)
     assert json.loads(first.read_text())["applies_to"] == [FAKE_VERSIONS, {"tokenizers": "0.0.1", "gigatoken": "0.0.1"}]
 
 
+SMALL = GuardSettings(code_points=(*EXTENSION_J[:64], *range(0x1AC0, 0x1B00), *STABLE))
+
+
 @pytest.fixture
 def small_derivation(monkeypatch, tmp_path):
-    """Derivations in these tests scan a few blocks that hold known divergences, with fake versions."""
-    monkeypatch.setattr(guard_module, "DERIVATION_CODE_POINTS", EXTENSION_J[:64] + list(range(0x1AC0, 0x1B00)) + STABLE)
+    """Derivations in these tests scan a few blocks that hold known divergences (`SMALL`), with
+    fake versions (planted: the installed libraries changed since every record was derived)."""
     monkeypatch.setattr(guard_module, "guard_versions", lambda libraries: FAKE_VERSIONS)
     monkeypatch.setenv("TOKBACKEND_CACHE_DIR", str(tmp_path))
     return tmp_path
@@ -425,13 +428,13 @@ def small_derivation(monkeypatch, tmp_path):
 def test_guard_is_rederived_when_library_versions_change(fresh_pair, small_derivation, caplog):
     hf, reference = fresh_pair
     with caplog.at_level(logging.WARNING, logger="tokbackend"):
-        fast = tokbackend.accelerate(hf, "gigatoken", cache_budget_mib=16)
+        fast = tokbackend.accelerate(hf, "gigatoken", cache_budget_mib=16, guard=SMALL)
     assert any("deriving the Unicode divergence guard" in record.getMessage() for record in caplog.records)
     records = list((small_derivation / "guards").glob("gigatoken-*.json"))
     assert len(records) == 1
     assert json.loads(records[0].read_text())["applies_to"] == [FAKE_VERSIONS]
     derived = fast.tokbackend.guard.code_points
-    scanned = set(guard_module.DERIVATION_CODE_POINTS)
+    scanned = set(SMALL.code_points or ())
     assert derived == reference.tokbackend.guard.code_points & scanned  # agrees with the shipped record there
     assert {LETTER_X, 0x1AE6} <= derived
     # the derivation used its own backends: its encodes never counted toward the serving budget

@@ -12,7 +12,7 @@ import pytest
 from defects import rust_panic
 
 import tokbackend
-from tokbackend._guard import records
+from tokbackend._guard import GuardSettings
 from tokbackend._guard.derive import FastDerivation
 from tokbackend._verify import EXIT_UNAVAILABLE, verify_model
 from tokbackend.backends._base import BackendUnavailableError
@@ -110,20 +110,21 @@ def test_a_panic_while_encoding_is_answered_by_hf_and_counted(qwen3, fresh_cache
 
 
 @pytest.fixture
-def panicking_derivation(monkeypatch, tmp_path):
-    """No record for any pipeline, and every guard derivation panics when it records."""
-    monkeypatch.setattr(records, "SHIPPED_RECORDS", tmp_path / "no-shipped-records")
+def panicking_derivation(monkeypatch, tmp_path) -> GuardSettings:
+    """No record for any pipeline (the guard settings returned read shipped records from an empty
+    directory), and every guard derivation panics when it records."""
 
     def record(self, *arguments):
         raise rust_panic("stack overflow in the scan (planted)")
 
     monkeypatch.setattr(FastDerivation, "record", record)
+    return GuardSettings(shipped_records=tmp_path / "no-shipped-records")
 
 
 def test_a_panic_in_the_guards_derivation_is_the_builds_reported_error(qwen3, fresh_cache, panicking_derivation):
     with pytest.raises(BackendUnavailableError, match="gigatoken panicked while building its lane"):
-        tokbackend.accelerate(qwen3, "gigatoken")
-    fast = tokbackend.accelerate(qwen3, "gigatoken", allow_hf_fallback=True)
+        tokbackend.accelerate(qwen3, "gigatoken", guard=panicking_derivation)
+    fast = tokbackend.accelerate(qwen3, "gigatoken", allow_hf_fallback=True, guard=panicking_derivation)
     stats = fast.tokbackend.stats()
     assert stats["start_up"]["phase"] == "off" and "panicked" in stats["disabled_reason"], stats["start_up"]
     assert fast.encode(TEXT) == qwen3.encode(TEXT)
@@ -131,7 +132,9 @@ def test_a_panic_in_the_guards_derivation_is_the_builds_reported_error(qwen3, fr
 
 def test_verify_fails_on_a_build_that_a_panic_stopped(fresh_cache, panicking_derivation):
     lines: list[str] = []
-    report = verify_model("qwen3", backend="gigatoken", only={"chat"}, announce=lines.append, progress=False)
+    report = verify_model(
+        "qwen3", backend="gigatoken", only={"chat"}, announce=lines.append, progress=False, guard=panicking_derivation
+    )
     assert report.exit_code == EXIT_UNAVAILABLE, "\n".join(lines)
     assert "panicked" in report.steps[0].detail
 

@@ -229,15 +229,17 @@ class ToyBackend(HFBackend):
 
 @pytest.mark.slow  # a whole verify of a registered backend; CI registers backends in test_backends.py
 def test_a_backend_is_one_registered_class_and_verify_runs_every_step_on_it(register_for_test, monkeypatch, tmp_path):
-    from tokbackend import _guard as guard
+    from tokbackend._guard import GuardSettings
     from tokbackend._verify import EXIT_OK, verify_model
 
     register_for_test("toy", ToyBackend)
     code_points = list(range(0x4E00, 0x4E20)) + list(range(0x0400, 0x0420)) + [0x17F, 0x323B0]
-    monkeypatch.setattr(guard, "DERIVATION_CODE_POINTS", code_points)
     monkeypatch.setenv("TOKBACKEND_CACHE_DIR", str(tmp_path))
     lines: list[str] = []
-    report = verify_model("qwen3", backend="toy", profile="dev", examples=5, code_points=code_points, announce=lines.append)
+    narrowed = GuardSettings(code_points=tuple(code_points))
+    report = verify_model(
+        "qwen3", backend="toy", profile="dev", examples=5, code_points=code_points, announce=lines.append, guard=narrowed
+    )
     statuses = {step.name: step.status for step in report.steps}
     assert report.exit_code == EXIT_OK, lines[-20:]
     assert all(status in ("ok", "info") for status in statuses.values()), statuses

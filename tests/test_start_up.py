@@ -15,7 +15,7 @@ from defects import finish_without_package_data
 import tokbackend
 from equivalence.families import build_family
 from tokbackend import _guard as guard_module
-from tokbackend._guard import derive, records
+from tokbackend._guard import GuardSettings, derive
 from tokbackend._guard.candidates import candidate_runs, run_around, sample
 from tokbackend._guard.derive import FULL_PLANES, FastDerivation, _hf_encoder
 from tokbackend.backends import backend_class
@@ -28,11 +28,11 @@ TEXTS = [
 
 
 @pytest.fixture
-def unseen_pipeline(monkeypatch, tmp_path):
-    """No shipped record and an empty cache: every pipeline is one tokbackend has not seen."""
-    monkeypatch.setattr(records, "SHIPPED_RECORDS", tmp_path / "no-shipped-records")
+def unseen_pipeline(monkeypatch, tmp_path) -> tokbackend.AccelerationOptions:
+    """An empty cache, and options that read shipped records from an empty directory: every
+    pipeline is one tokbackend has not seen."""
     monkeypatch.setenv("TOKBACKEND_CACHE_DIR", str(tmp_path / "cache"))
-    return tmp_path
+    return tokbackend.AccelerationOptions(guard=GuardSettings(shipped_records=tmp_path / "no-shipped-records"))
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +44,7 @@ def qwen3():
 def test_an_unseen_pipeline_is_served_with_its_exact_guard_from_the_first_call(qwen3, unseen_pipeline, backend):
     """No record ships for it: `accelerate()` derives the exact guard before it returns, and the
     build that serves the first call is final."""
-    fast = tokbackend.accelerate(qwen3, backend)
+    fast = tokbackend.accelerate(qwen3, backend, options=unseen_pipeline)
     state = fast.tokbackend
     assert state.stats()["start_up"]["phase"] == "final" and state.guard.record["matched"] == "derived here"
     assert [fast.encode(text) for text in TEXTS] == [qwen3.encode(text) for text in TEXTS]
@@ -71,8 +71,8 @@ def test_a_derivation_that_fails_is_reported_by_accelerate_itself(qwen3, unseen_
     """Nothing serves before the exact guard exists: a failure there is `accelerate()`'s own
     error, or, with allow_hf_fallback, the fast path off with the reason in stats()."""
     with pytest.raises(tokbackend.BackendUnavailableError, match="FileNotFoundError: planted"):
-        tokbackend.accelerate(qwen3, backend)
-    fast = tokbackend.accelerate(qwen3, backend, allow_hf_fallback=True)
+        tokbackend.accelerate(qwen3, backend, options=unseen_pipeline)
+    fast = tokbackend.accelerate(qwen3, backend, options=unseen_pipeline, allow_hf_fallback=True)
     stats = fast.tokbackend.stats()
     assert stats["start_up"]["phase"] == "off" and "FileNotFoundError: planted" in stats["disabled_reason"]
     assert [fast.encode(text) for text in TEXTS] == [qwen3.encode(text) for text in TEXTS]
@@ -89,7 +89,7 @@ def test_a_server_process_serves_with_the_final_build_and_says_so(qwen3, unseen_
     from tokbackend.integrations._common import accelerate_for_server
 
     with caplog.at_level(logging.WARNING, logger="tokbackend"):
-        fast = accelerate_for_server(qwen3, "qwen3", "--tokenizer-backend tokbackend-auto", "SGLang")
+        fast = accelerate_for_server(qwen3, "qwen3", "--tokenizer-backend tokbackend-auto", "SGLang", options=unseen_pipeline)
     assert fast.tokbackend.stats()["start_up"]["phase"] == "final" and fast.tokbackend.fast_path_enabled
     assert fast.tokbackend.routing.lane.name == "fastokens"
     (line,) = _server_lines(caplog, "qwen3")
@@ -104,8 +104,8 @@ def test_a_second_load_in_a_server_process_shares_the_first_build(qwen3, unseen_
     from tokbackend.integrations._common import accelerate_for_server
 
     flag = "--tokenizer-backend tokbackend-auto"
-    first = accelerate_for_server(qwen3, "qwen3", flag, "SGLang")
-    second = accelerate_for_server(tokbackend.load_hf("qwen3"), "qwen3", flag, "SGLang")
+    first = accelerate_for_server(qwen3, "qwen3", flag, "SGLang", options=unseen_pipeline)
+    second = accelerate_for_server(tokbackend.load_hf("qwen3"), "qwen3", flag, "SGLang", options=unseen_pipeline)
     assert second is not first and second.tokbackend.build is first.tokbackend.build
     line = _server_lines(caplog, "qwen3")[-1]
     assert "the build of an earlier load in this process" in line
@@ -114,10 +114,12 @@ def test_a_second_load_in_a_server_process_shares_the_first_build(qwen3, unseen_
 
     changed = tokbackend.load_hf("qwen3")
     changed.add_tokens(["<planted-tool>"])
-    third = accelerate_for_server(changed, "qwen3", flag, "SGLang")
+    third = accelerate_for_server(changed, "qwen3", flag, "SGLang", options=unseen_pipeline)
     assert third.tokbackend.build is not first.tokbackend.build
     assert third.encode("a<planted-tool>b") == changed.encode("a<planted-tool>b") != qwen3.encode("a<planted-tool>b")
-    other = accelerate_for_server(tokbackend.load_hf("qwen3"), "qwen3", "--tokenizer-backend gigatoken", "SGLang")
+    other = accelerate_for_server(
+        tokbackend.load_hf("qwen3"), "qwen3", "--tokenizer-backend gigatoken", "SGLang", options=unseen_pipeline
+    )
     assert other.tokbackend.build is not first.tokbackend.build and other.tokbackend.routing.lane.name == "gigatoken"
 
 
@@ -131,13 +133,13 @@ def test_a_second_load_shares_nothing_where_the_vocabulary_differs(qwen3, unseen
     from tokbackend.integrations._common import accelerate_for_server
 
     flag = "--tokenizer-backend tokbackend-fastokens"
-    first = accelerate_for_server(qwen3, "qwen3", flag, "SGLang")
+    first = accelerate_for_server(qwen3, "qwen3", flag, "SGLang", options=unseen_pipeline)
     data = json.loads(qwen3.backend_tokenizer.to_str())
     vocab = data["model"]["vocab"]
     vocab["hello"], vocab["world"] = vocab["world"], vocab["hello"]
     swapped = copy.copy(qwen3)
     swapped._tokenizer = Tokenizer.from_str(json.dumps(data))
-    second = accelerate_for_server(swapped, "qwen3", flag, "SGLang")
+    second = accelerate_for_server(swapped, "qwen3", flag, "SGLang", options=unseen_pipeline)
     assert second.tokbackend.build is not first.tokbackend.build
     assert second.encode("hello world") == swapped.encode("hello world") != qwen3.encode("hello world")
 
@@ -147,9 +149,9 @@ def test_a_server_refuses_to_start_when_its_build_fails(qwen3, unseen_pipeline, 
 
     refused = "cannot serve qwen3.*building its lane failed: FileNotFoundError: planted.*Remove the flag"
     with pytest.raises(RuntimeError, match=refused):
-        accelerate_for_server(qwen3, "qwen3", "--tokenizer-backend tokbackend-auto", "SGLang")
+        accelerate_for_server(qwen3, "qwen3", "--tokenizer-backend tokbackend-auto", "SGLang", options=unseen_pipeline)
     monkeypatch.setenv(ALLOW_FALLBACK_ENV, "1")  # the operator's choice: serve it with HF
-    served = accelerate_for_server(qwen3, "qwen3", "--tokenizer-backend gigatoken", "SGLang")
+    served = accelerate_for_server(qwen3, "qwen3", "--tokenizer-backend gigatoken", "SGLang", options=unseen_pipeline)
     assert not served.tokbackend.fast_path_enabled and "FileNotFoundError: planted" in served.tokbackend.disabled_reason
     assert served.encode(TEXTS[0]) == qwen3.encode(TEXTS[0])
 
@@ -199,12 +201,12 @@ print("SERVES", fast.tokbackend.stats()["start_up"]["phase"], fast.encode("Hello
 """
 
 
-def test_a_process_that_exits_stops_the_background_work_it_no_longer_needs(unseen_pipeline):
+def test_a_process_that_exits_stops_the_background_work_it_no_longer_needs(tmp_path):
     import os
     import subprocess
     import sys
 
-    environment = {**os.environ, "TOKBACKEND_CACHE_DIR": str(unseen_pipeline / "cache")}
+    environment = {**os.environ, "TOKBACKEND_CACHE_DIR": str(tmp_path / "cache")}
     completed = subprocess.run(
         [sys.executable, "-c", EXITS_AT_ONCE, "gigatoken"],
         capture_output=True,

@@ -281,12 +281,12 @@ def test_verify_exits_2_with_the_cause_on_a_tokenizer_the_backend_cannot_load(tm
 def test_verify_exits_6_when_the_start_up_build_fails(backend, monkeypatch, tmp_path, capsys):
     """Planted: the guard's derivation raises (a pipeline no record covers, and a derivation that
     cannot read its package data). A deployment could not start with this backend."""
-    from tokbackend._guard import records
+    from tokbackend._guard import GuardSettings
 
-    monkeypatch.setattr(records, "SHIPPED_RECORDS", tmp_path / "no-shipped-records")
     monkeypatch.setenv("TOKBACKEND_CACHE_DIR", str(tmp_path / "cache"))
     finish_without_package_data(monkeypatch)
-    report = verify_model("qwen3", backend=backend, quick=True, only=set())
+    unshipped = GuardSettings(shipped_records=tmp_path / "no-shipped-records")
+    report = verify_model("qwen3", backend=backend, quick=True, only=set(), guard=unshipped)
     assert report.exit_code == EXIT_UNAVAILABLE
     (load,) = [step for step in report.steps if step.name == "load"]
     assert load.status == "unavailable" and "building its lane failed: FileNotFoundError: planted" in load.detail

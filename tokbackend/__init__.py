@@ -10,6 +10,7 @@ import importlib
 from typing import Any
 
 from tokbackend._build import FastPathError
+from tokbackend._guard import DerivationBudget, GuardSettings
 from tokbackend._options import AccelerationOptions
 from tokbackend._policy import FallbackReason
 from tokbackend._state import AccelerationState
@@ -69,9 +70,11 @@ __all__ = [
     "AccelerationOptions",
     "AccelerationState",
     "BackendUnavailableError",
+    "DerivationBudget",
     "EncodeBackend",
     "FallbackReason",
     "FastPathError",
+    "GuardSettings",
     "ModelFilesError",
     "ModelNotFoundError",
     "__version__",

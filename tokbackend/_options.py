@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Literal
 
+from tokbackend._guard import GuardSettings
 from tokbackend._routing.names import AUTO, check_backend_name
 from tokbackend._segments import DEFAULT_SEGMENT_CACHE_MIB
 from tokbackend.backends._base import DEFAULT_CACHE_BUDGET_MIB
@@ -41,6 +42,8 @@ class AccelerationOptions:
     segment_cache_steps_aside: while the traffic reuses less than an eighth of its text, encode
         most calls as with the segment cache off (a sampled eighth keep looking for text worth
         caching; `tokbackend._segments`). False: every call goes through the cache.
+    guard: where guard records are read from and what a derivation at accelerate() time may scan
+        and spend (`GuardSettings`: the shipped records' directory, the budget and its clocks).
     """
 
     backend: str = DEFAULT_BACKEND
@@ -51,11 +54,14 @@ class AccelerationOptions:
     cache_budget_mib: int | None = DEFAULT_CACHE_BUDGET_MIB
     segment_cache_mib: int | None = DEFAULT_SEGMENT_CACHE_MIB
     segment_cache_steps_aside: bool = True
+    guard: GuardSettings = GuardSettings()
 
     def __post_init__(self) -> None:
         check_backend_name(self.backend)  # fail early, with the list of known names, on a typo
         if self.unicode_guard not in ("derive", "refuse", "off"):
             raise ValueError(f'unicode_guard must be "derive", "refuse" or "off", got {self.unicode_guard!r}')
+        if not isinstance(self.guard, GuardSettings):
+            raise TypeError(f"guard must be a tokbackend GuardSettings, got {type(self.guard).__name__}")
         for name in ("cache_budget_mib", "segment_cache_mib"):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int) or value <= 0):

@@ -9,7 +9,8 @@ Rust tokenizer). `fingerprint()` is read on every call and changes whenever any 
 
 - Added tokens change only through the Rust object's `add_tokens` and `add_special_tokens`.
   `watch()` shadows those two methods in the object's own `__dict__` (its class gives it one) with
-  wrappers that call the original and count; the count is part of the fingerprint. Reading the
+  wrappers that call the original and then put a new marker there (a fresh `object()`, equal
+  only to itself); the marker is part of the fingerprint. Reading the
   added tokens themselves costs ~25 us for 33 tokens, and the vocabulary size with added tokens
   walks the whole vocabulary on tokenizers 0.22 and 0.23.2 (30 ms for Qwen3). A copy or pickle of
   the Rust object carries no `__dict__`, so a copy is watched anew.
@@ -18,14 +19,13 @@ Rust tokenizer). `fingerprint()` is read on every call and changes whenever any 
 
 Truncation and padding set on the Rust object are left out: HF resets both before every encode,
 and backends are built from a tokenizer.json without them (`tokenizer_json_for_backends`).
-`content()` is what a build is made from, without the counter and the object's identity: two
+`content()` is what a build is made from, without the marker and the object's identity: two
 tokenizers with equal content encode alike, so a deep copy can share its original's build, and a
 fingerprint that changed with the content unchanged (a token added twice) needs no rebuild.
 """
 
 from __future__ import annotations
 
-import itertools
 import operator
 import weakref
 from collections.abc import Callable, Hashable
@@ -33,9 +33,8 @@ from typing import Any
 
 from tokbackend._tokenizer_json import without_truncation_and_padding
 
-_COUNT = "_tokbackend_added_token_calls"
+_MARKER = "_tokbackend_added_tokens_marker"
 _MUTATORS = ("add_tokens", "add_special_tokens")
-_TICKS = itertools.count(1)
 # What each model type's encode reads besides its vocabulary (tokenizers' model getters), read
 # with one `attrgetter` call.
 _MODEL_FIELDS = {
@@ -47,36 +46,36 @@ _MODEL_FIELDS = {
 }
 
 
-def watch(rust: Any, owner: Any) -> int:
+def watch(rust: Any, owner: Any) -> object:
     """Count the calls that change `rust`'s added tokens (once per object, for as long as `owner`,
-    the Python object holding `rust`, lives); returns the count."""
+    the Python object holding `rust`, lives); returns the current marker."""
     namespace = rust.__dict__
-    count: int | None = namespace.get(_COUNT)
-    if count is not None:
-        return count
+    marker: object | None = namespace.get(_MARKER)
+    if marker is not None:
+        return marker
     try:
         reference: Callable[[], Any] = weakref.ref(rust)
     except TypeError:  # tokenizers 0.22: see the module's docstring
         reference = lambda: rust  # noqa: E731
         weakref.finalize(owner, _unwatch, namespace)
     for name in _MUTATORS:
-        namespace[name] = _counting(getattr(type(rust), name), reference)
-    namespace[_COUNT] = count = next(_TICKS)
-    return count
+        namespace[name] = _marking(getattr(type(rust), name), reference)
+    namespace[_MARKER] = marker = object()
+    return marker
 
 
 def _unwatch(namespace: dict[str, Any]) -> None:
-    for name in (*_MUTATORS, _COUNT):
+    for name in (*_MUTATORS, _MARKER):
         namespace.pop(name, None)
 
 
-def _counting(method: Callable[..., Any], reference: Callable[[], Any]) -> Callable[..., Any]:
+def _marking(method: Callable[..., Any], reference: Callable[[], Any]) -> Callable[..., Any]:
     def counted(*args: Any, **kwargs: Any) -> Any:
         rust = reference()
         try:
             return method(rust, *args, **kwargs)
         finally:
-            rust.__dict__[_COUNT] = next(_TICKS)
+            rust.__dict__[_MARKER] = object()
 
     counted.__name__ = counted.__qualname__ = method.__name__
     counted.__doc__ = method.__doc__
@@ -97,15 +96,15 @@ def _model_state(rust: Any) -> tuple[type, int, Any]:
 def fingerprint(rust: Any, owner: Any) -> Hashable:
     """Changes whenever anything an encode through `rust` (held by `owner`) depends on may have
     changed. Read on every call: `_state` and `_model_state` written out inline."""
-    count = rust.__dict__.get(_COUNT)
-    if count is None:
-        count = watch(rust, owner)
+    marker = rust.__dict__.get(_MARKER)
+    if marker is None:
+        marker = watch(rust, owner)
     normalizer, pre_tokenizer, post_processor, model = rust.normalizer, rust.pre_tokenizer, rust.post_processor, rust.model
     kind = type(model)
     fields = _MODEL_FIELDS.get(kind.__name__)
     return (
         id(rust),
-        count,
+        marker,
         None if normalizer is None else normalizer.__getstate__(),
         None if pre_tokenizer is None else pre_tokenizer.__getstate__(),
         None if post_processor is None else post_processor.__getstate__(),

@@ -1,8 +1,8 @@
 """Child process for the derivation-lock test: accelerate a model that has no guard record.
 
 Usage: python derive_concurrently.py CACHE_DIR
-Narrows the derivation to a few blocks and fakes the library versions (so no shipped record
-applies), accelerates Qwen3.6, and prints one JSON line: whether this process derived the
+Narrows the derivation to a few blocks and reads shipped records from an empty directory (so
+none applies), accelerates Qwen3.6, and prints one JSON line: whether this process derived the
 guard, a digest of the guard, and the seconds accelerate() took.
 """
 
@@ -14,9 +14,10 @@ import logging
 import os
 import sys
 import time
+from pathlib import Path
 
 import tokbackend
-from tokbackend import _guard as guard
+from tokbackend._guard import GuardSettings
 
 EXTENSION_J = list(range(0x323B0, 0x32400))
 
@@ -32,14 +33,13 @@ class Collect(logging.Handler):
 
 def main() -> None:
     os.environ["TOKBACKEND_CACHE_DIR"] = sys.argv[1]
-    guard.DERIVATION_CODE_POINTS = EXTENSION_J + list(range(0x1AC0, 0x1B00))
-    guard.guard_versions = lambda libraries: {"tokenizers": "9.9.9", "gigatoken": "9.9.9"}
+    settings = GuardSettings(code_points=(*EXTENSION_J, *range(0x1AC0, 0x1B00)), shipped_records=Path(sys.argv[1]) / "none")
     handler = Collect()
     logging.getLogger("tokbackend").addHandler(handler)
     logging.getLogger("tokbackend").setLevel(logging.INFO)
     hf = tokbackend.load_hf("qwen3.6")
     started = time.perf_counter()
-    fast = tokbackend.accelerate(hf, "gigatoken")
+    fast = tokbackend.accelerate(hf, "gigatoken", guard=settings)
     seconds = time.perf_counter() - started
     derived = any("deriving the Unicode divergence guard" in message for message in handler.messages)
     digest = hashlib.sha256(json.dumps(sorted(fast.tokbackend.guard.code_points)).encode()).hexdigest()[:16]

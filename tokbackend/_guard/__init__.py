@@ -12,7 +12,7 @@ process per machine at a time (or, with `unicode_guard="refuse"`, the fast path 
 Records are keyed by what decides them: the backend and the pipeline up to the model
 (`records.pipeline_fingerprint`), not the vocabulary. A replica with no record for its pipeline
 derives one in seconds (`derive.derive_fast`, which scans where engines can differ), within
-`DERIVATION_BUDGET` (`bound`: a derivation past it stops, writes nothing, and the backend is not
+its settings' budget (`GuardSettings`, `bound`: a derivation past it stops, writes nothing, and the backend is not
 exact for the tokenizer there); the full scan of every code point stays in `tokbackend verify`
 and `tokbackend guard --full`, unbounded.
 
@@ -25,6 +25,7 @@ lookup, versions, lock).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import logging
 from collections.abc import Callable, Iterator
@@ -54,13 +55,26 @@ if TYPE_CHECKING:
 logger = logging.getLogger("tokbackend")
 
 
-# Code points a derivation at accelerate() time scans; None: every one (the plan in
-# `tokbackend._guard.derive`). Tests narrow it to keep a derivation to seconds.
-DERIVATION_CODE_POINTS: list[int] | None = None
-
 # What a derivation at accelerate() time may spend (`tokbackend._guard.bound`), on every
 # pipeline and every changed tokenizer (see docs/guard-records.md for what they take).
 DERIVATION_BUDGET = DerivationBudget(seconds=10.0, megabytes=500)
+
+
+@dataclasses.dataclass(frozen=True)
+class GuardSettings:
+    """Where `accelerate()` reads guard records from, and what a derivation there may scan and
+    spend; a field of `AccelerationOptions` (`guard=`), so a test or an operator passes its own.
+
+    budget: what one derivation may spend (`DerivationBudget`: seconds of the lesser of wall
+        and CPU time, MiB of resident growth, and the clocks that measure it).
+    code_points: the code points a derivation scans; None: every one (the plan in `derive`).
+    shipped_records: the directory of the records the wheel ships (searched after
+        $TOKBACKEND_GUARD_DIR and before the cache).
+    """
+
+    budget: DerivationBudget = DERIVATION_BUDGET
+    code_points: tuple[int, ...] | None = None
+    shipped_records: Path = SHIPPED_RECORDS
 
 
 class UnicodeGuard:
@@ -150,6 +164,7 @@ def load_guard(
     build_backend: Callable[[str], EncodeBackend],
     mode: str,
     cache_dir: Path,
+    settings: GuardSettings,
     served: tuple[BatchEncoder, BatchEncoder] | None = None,
     refuses: Callable[[], str | None] | None = None,
 ) -> UnicodeGuard:
@@ -159,13 +174,13 @@ def load_guard(
     `served`: the served tokenizer's and backend's encode, which its screen may use
     (`FastDerivation`). Raises GuardUnavailableError where no guard can be had: `mode` "refuse"
     without a record, `refuses()` saying why not, a derivation refused or past
-    `DERIVATION_BUDGET` (then nothing is written).
+    `settings.budget` (then nothing is written).
     """
     if mode == "off":
         return UnicodeGuard(frozenset())
     key = record_key(tokenizer_json, backend_name)
     versions = guard_versions(backend_libraries)
-    record, stale = find_record(key, cache_dir, versions)
+    record, stale = find_record(key, cache_dir, versions, settings.shipped_records)
     if record is not None:
         return _guard_from(record)
     why = "no guard record for this pipeline"
@@ -185,14 +200,14 @@ def load_guard(
         return FastDerivation(
             tokenizer_json,
             build_backend,
-            code_points=DERIVATION_CODE_POINTS,
+            code_points=None if settings.code_points is None else list(settings.code_points),
             served=served,
-            budget=DERIVATION_BUDGET,
+            budget=settings.budget,
             backend_name=backend_name,
             ascii_probed=refuses is not None,
         )
 
-    return _derived(derivation, key, backend_name, versions, cache_dir, why)
+    return _derived(derivation, key, backend_name, versions, cache_dir, settings.shipped_records, why)
 
 
 def _derived(
@@ -201,12 +216,13 @@ def _derived(
     backend_name: str,
     versions: dict[str, str],
     cache_dir: Path,
+    shipped: Path,
     why: str,
 ) -> UnicodeGuard:
     """The record for `key`: another process's, if one derived it while this one waited for the
     lock, else that of `derivation_for()` (a `FastDerivation`), written to the cache."""
     with derivation_lock(cache_dir, key):
-        record, _ = find_record(key, cache_dir, versions)
+        record, _ = find_record(key, cache_dir, versions, shipped)
         if record is not None:
             logger.info("using the guard record another process derived: %s", record["path"])
             return _guard_from(record)
@@ -241,6 +257,7 @@ __all__ = [
     "DERIVATION_BUDGET",
     "DerivationBudget",
     "DerivationOverBudget",
+    "GuardSettings",
     "GuardUnavailableError",
     "UnicodeGuard",
     "guard_versions",

@@ -30,10 +30,6 @@ from tokbackend._process import memory
 
 MIB = 1 << 20
 
-# The clocks whose lesser elapsed time is a derivation's: the wall clock and the process's CPU
-# time. Tests put a hand clock here, so that no test waits on a wall-clock window.
-CLOCKS: tuple[Callable[[], float], ...] = (time.monotonic, time.process_time)
-
 
 class GuardUnavailableError(RuntimeError):
     """No guard can be had for this backend and tokenizer: no record matches the installed
@@ -69,6 +65,9 @@ class DerivationBudget:
 
     seconds: float | None = None
     megabytes: float | None = None
+    # whose lesser elapsed time is a derivation's: the wall clock and the process's CPU time (a
+    # test passes hand clocks, so that no test waits on a wall-clock window)
+    clocks: tuple[Callable[[], float], ...] = (time.monotonic, time.process_time)
 
     def meter(self, what: str, spent_seconds: float = 0.0) -> DerivationMeter:
         """A meter started now for the derivation `what` ("the gigatoken guard of NFC + ...");
@@ -86,7 +85,7 @@ class DerivationMeter:
         self.budget = budget
         self.what = what
         self._spent = spent_seconds
-        self._clocks = CLOCKS
+        self._clocks = budget.clocks
         self._started = tuple(clock() for clock in self._clocks)
         # the lowest the resident set has been since the start: growth is counted from there
         self._lowest_resident = resident_bytes() if budget.megabytes is not None else 0

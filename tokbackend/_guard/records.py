@@ -191,19 +191,21 @@ def _file_prefix(record: GuardRecord) -> str:
     return prefix + f"m{record['model_fingerprint'][:12]}-v{record['vocabulary_fingerprint'][:12]}-"
 
 
-def search_path(cache_dir: Path) -> list[Path]:
-    """Directories searched for records, first match wins."""
+def search_path(cache_dir: Path, shipped: Path = SHIPPED_RECORDS) -> list[Path]:
+    """Directories searched for records, first match wins: baked, `shipped`, the cache's."""
     baked = os.environ.get(BAKED_RECORDS_ENV)
-    return [*([Path(baked)] if baked else []), SHIPPED_RECORDS, cache_dir / "guards"]
+    return [*([Path(baked)] if baked else []), shipped, cache_dir / "guards"]
 
 
-def find_record(key: RecordKey, cache_dir: Path, versions: dict[str, str]) -> tuple[GuardRecord | None, GuardRecord | None]:
+def find_record(
+    key: RecordKey, cache_dir: Path, versions: dict[str, str], shipped: Path = SHIPPED_RECORDS
+) -> tuple[GuardRecord | None, GuardRecord | None]:
     """(a record valid for `versions`, or None; any record found, for saying why it is stale).
     A returned record carries `path` and `matched` ("pipeline", "model" or "model, earlier format").
     A damaged record is passed over (a WARNING names it); one in the cache is removed, so that
     the derivation that follows writes it anew."""
     stale = None
-    for directory in search_path(cache_dir):
+    for directory in search_path(cache_dir, shipped):
         if not any(directory.glob(f"{key.family}-*.json")):
             continue  # the model's fingerprint (~30 ms) is read only where records of the family are
         for matched in ("pipeline", "model", "model, earlier format"):

@@ -110,7 +110,7 @@ def build_lane(name: str, tokenizer_json: str, options: AccelerationOptions, ref
     derivation would find nearly every code point divergent and scan them all (most of an
     hour), to be refused by the probe after it. Without
     the probe the derivation refuses such a backend itself, and any derivation stops past
-    `tokbackend._guard.DERIVATION_BUDGET` (GuardUnavailableError: the backend is not exact here).
+    `options.guard.budget` (GuardUnavailableError: the backend is not exact here).
     A Rust panic anywhere in it (the load, the derivation, the ASCII probe), or any other error
     (a derivation that cannot read its package data, say), is BackendUnavailableError naming it:
     "auto" moves to its next candidate, a named backend raises or, with allow_hf_fallback, is
@@ -154,6 +154,7 @@ def _built_lane(name: str, tokenizer_json: str, options: AccelerationOptions, re
             lambda text: kind(text, kind.options_for_scanning()),
             guard_mode,
             cache_dir(),
+            options.guard,
             served=None if reference is None else (reference.rust_ids, lambda texts: loading.result().encode_batch(texts)),
             refuses=wrong_on_ascii if options.probe and reference is not None else None,
         )
