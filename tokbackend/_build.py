@@ -139,25 +139,26 @@ def build_for(reference: Reference, options: AccelerationOptions, content: Hasha
             logger.info("%s: segment cache off: %s", model, found)
         else:
             segments = found
-    common = {
-        "content": content,
-        "affixes": special_token_affixes(reference),
-        "special_tokens": reference.special_tokens_count(),
-        "segments": segments,
-        "segments_unsupported": unsupported,
-        "tokenizer_json": tokenizer_json,
-    }
+    common = Build(
+        content=content,
+        affixes=special_token_affixes(reference),
+        special_tokens=reference.special_tokens_count(),
+        segments=segments,
+        segments_unsupported=unsupported,
+        tokenizer_json=tokenizer_json,
+    )
     try:
         routing, probe_seconds = build_routing(reference, tokenizer_json, options, model)
     except NoExactBackend as failure:
-        return Build(
-            **common,
+        return dataclasses.replace(
+            common,
             routing=failure.routing,
             probe_seconds=failure.probe_seconds,
             disabled_reason=_unserved(failure, options, model, changed),
         )
-    served = {"routing": routing, "disabled_reason": None, "probe_seconds": probe_seconds}
-    return Build(**common, **served, preparing=_prepare(routing))
+    return dataclasses.replace(
+        common, routing=routing, disabled_reason=None, probe_seconds=probe_seconds, preparing=_prepare(routing)
+    )
 
 
 def _prepare(routing: Routing) -> OnItsOwnThread[None]:

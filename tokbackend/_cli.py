@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import json
 import logging
@@ -190,15 +191,17 @@ def main(argv: list[str] | None = None) -> int:
 
 def subcommand_parser(parser: argparse.ArgumentParser, command: str) -> argparse.ArgumentParser:
     """The parser of `tokbackend COMMAND`."""
+    commands: argparse._SubParsersAction[argparse.ArgumentParser]
     [commands] = [action for action in parser._actions if isinstance(action, argparse._SubParsersAction)]
     return commands.choices[command]
 
 
-def _logs_beside_progress_bars():
+def _logs_beside_progress_bars() -> contextlib.AbstractContextManager[None]:
     """Log lines printed above tqdm's bars instead of through them."""
-    from tqdm.contrib.logging import logging_redirect_tqdm
+    from tqdm.contrib.logging import logging_redirect_tqdm  # type: ignore[import-untyped]  # tqdm ships no stubs
 
-    return logging_redirect_tqdm()  # the root logger's console handler, which basicConfig set up
+    redirect: contextlib.AbstractContextManager[None] = logging_redirect_tqdm()
+    return redirect  # the root logger's console handler, which basicConfig set up
 
 
 def _hypothesis_storage_in_our_cache() -> None:
@@ -275,7 +278,7 @@ def derive_guard(model: str, backend_name: str, output: str | None, full: bool =
         name, record, guard = derived.backend, derived.record, derived.guard
         if derived.problem is not None:
             print(f"{model}, {name}: {derived.problem}", file=sys.stderr)
-        elif record is None:
+        elif record is None or guard is None:
             print(f"{model}, {name}: needs no guard")
         else:
             print(f"{model}, {name}: {record['derivation']} derivation in {record['scan_seconds']} s: {guard.describe()}")

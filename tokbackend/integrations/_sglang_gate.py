@@ -28,7 +28,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -87,13 +87,13 @@ def chats(added_tokens: list[str]) -> dict[str, dict[str, Any]]:
     }
 
 
-def _post(url: str, path: str, body: dict, timeout: float = 600) -> Any:
+def _post(url: str, path: str, body: dict[str, Any], timeout: float = 600) -> Any:
     request = urllib.request.Request(url + path, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(request, timeout=timeout) as response:
         return json.loads(response.read())
 
 
-def _stream(url: str, body: dict, timeout: float = 600) -> str:
+def _stream(url: str, body: dict[str, Any], timeout: float = 600) -> str:
     request = urllib.request.Request(
         url + "/generate", data=json.dumps({**body, "stream": True}).encode(), headers={"Content-Type": "application/json"}
     )
@@ -106,7 +106,7 @@ def _stream(url: str, body: dict, timeout: float = 600) -> str:
     return text
 
 
-def answers(url: str, prompts: dict[str, str], chat_bodies: dict[str, dict], new_tokens: int = 8) -> dict[str, Any]:
+def answers(url: str, prompts: dict[str, str], chat_bodies: dict[str, dict[str, Any]], new_tokens: int = 8) -> dict[str, Any]:
     """Everything the gate compares, from one server."""
     found: dict[str, Any] = {}
     for name, text in prompts.items():
@@ -152,7 +152,7 @@ def first_token_seconds(url: str, prompts: list[str]) -> list[float]:
 def _conforms(content: str) -> str | None:
     """None when `content` is JSON that validates against SCHEMA, else why not."""
     try:
-        import jsonschema
+        import jsonschema  # type: ignore[import-untyped]  # jsonschema ships no stubs
 
         jsonschema.validate(json.loads(content), SCHEMA)
     except Exception as error:  # noqa: BLE001 - any failure is the finding
@@ -182,12 +182,13 @@ class Server:
     url: str
     arguments: list[str] | None = None
     log_path: Path | None = None
-    process: subprocess.Popen | None = None
+    process: subprocess.Popen[bytes] | None = None
 
     def start(self, timeout: float) -> str | None:
         """Start it and wait for /health; None when it serves, else why not (its log's end)."""
         if self.arguments is None:
             return None
+        assert self.log_path is not None  # given with the arguments
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         handle = open(self.log_path, "w")  # noqa: SIM115 - held for the server's life
         self.process = subprocess.Popen(
@@ -231,10 +232,10 @@ def run_gate(
     reference: Server,
     candidate: Server,
     prompts: dict[str, str],
-    chat_bodies: dict[str, dict],
+    chat_bodies: dict[str, dict[str, Any]],
     announce: Callable[[str], None] = print,
     timeout: float = 900,
-    timed_prompts: list[str] = (),
+    timed_prompts: Sequence[str] = (),
 ) -> tuple[int, dict[str, Any]]:
     """(exit code, report): each server started in turn (one GPU holds one), asked, stopped;
     `timed_prompts` are timed to their first token on each (reported, not compared). The
@@ -262,7 +263,7 @@ def run_gate(
         finally:
             server.stop()
         announce(f"   answered {len(prompts)} prompts and {len(chat_bodies)} chats in {time.perf_counter() - started:.0f} s")
-    report = {
+    report: dict[str, Any] = {
         "differences": differences(results[reference.name], results[candidate.name]),
         "nonconforming": {
             server: answer["conforms"]

@@ -34,10 +34,15 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import tokbackend
 from tokbackend._tokenizer import ids_as_arrays
 from tokbackend.integrations._common import DEFAULT_FLAG_VALUE, accelerate_for_server, backend_for_flag, flag_values
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
 
 logger = logging.getLogger("tokbackend")
 
@@ -96,7 +101,7 @@ def register() -> None:
         )
 
 
-def _around_add_cli_args(original, *args, **kwargs):
+def _around_add_cli_args(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """Add our values to the choices of `--tokenizer-backend` on the parser SGLang just built."""
     result = original(*args, **kwargs)
     parser = kwargs.get("parser") or next((arg for arg in args if isinstance(arg, argparse.ArgumentParser)), None)
@@ -106,7 +111,7 @@ def _around_add_cli_args(original, *args, **kwargs):
     return result
 
 
-def _around_uvicorn_run(original, app, *args, **kwargs):
+def _around_uvicorn_run(original: Callable[..., Any], app: Any, *args: Any, **kwargs: Any) -> Any:
     """Multi-worker uvicorn loads SGLang's app by import path in fresh processes: give it ours,
     which loads the plugins first (SGLang before 0.5.23 passes its path as a literal)."""
     if app == SGLANG_DEFAULT_APP_PATH and (kwargs.get("workers") or 1) > 1:
@@ -114,7 +119,7 @@ def _around_uvicorn_run(original, app, *args, **kwargs):
     return original(app, *args, **kwargs)
 
 
-async def _around_tokenize_texts(original, manager, *args, **kwargs):
+async def _around_tokenize_texts(original: Callable[..., Any], manager: Any, *args: Any, **kwargs: Any) -> Any:
     """The tokenizer manager's one tokenizer call for text prompts. What it returns goes through
     `_validate_one_request` (len, `del ids[n:]`) to `_create_tokenized_object`, which makes
     `array("q", ids)` of it for the scheduler (every release from 0.5.13 to 0.5.23): ids that are
@@ -127,8 +132,8 @@ async def _around_tokenize_texts(original, manager, *args, **kwargs):
         return await original(manager, *args, **kwargs)
 
 
-def _around_get_tokenizer(original, *args, **kwargs):
-    flag = kwargs.get("tokenizer_backend")
+def _around_get_tokenizer(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    flag = kwargs.get("tokenizer_backend", "")
     if backend_for_flag(flag) is None:
         return original(*args, **kwargs)
     kwargs["tokenizer_backend"] = "huggingface"
@@ -137,8 +142,8 @@ def _around_get_tokenizer(original, *args, **kwargs):
     return accelerate_for_sglang(tokenizer, str(model), flag)
 
 
-def _around_get_processor(original, *args, **kwargs):
-    flag = kwargs.get("tokenizer_backend")
+def _around_get_processor(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    flag = kwargs.get("tokenizer_backend", "")
     if backend_for_flag(flag) is None:
         return original(*args, **kwargs)
     kwargs["tokenizer_backend"] = "huggingface"
@@ -150,7 +155,9 @@ def _around_get_processor(original, *args, **kwargs):
     return accelerate_for_sglang(processor, model, flag)
 
 
-def accelerate_for_sglang(tokenizer, model: str, backend_flag: str = DEFAULT_FLAG_VALUE):
+def accelerate_for_sglang(
+    tokenizer: PreTrainedTokenizerBase, model: str, backend_flag: str = DEFAULT_FLAG_VALUE
+) -> PreTrainedTokenizerBase:
     """`tokbackend.accelerate()` under the servers' start-up contract (`integrations._common`)."""
     return accelerate_for_server(tokenizer, model, f"--tokenizer-backend {backend_flag}", "SGLang", LEGACY_ALLOW_FALLBACK_ENV)
 

@@ -22,9 +22,14 @@ from __future__ import annotations
 import difflib
 import functools
 import logging
+import os
+from typing import TYPE_CHECKING, Any
 
 import tokbackend
 from tokbackend.integrations._common import accelerate_for_server, flag_values
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
 
 logger = logging.getLogger("tokbackend")
 
@@ -53,7 +58,7 @@ def class_name(mode: str) -> str:
     return _CLASS_PREFIX + mode.replace("-", "_")
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> type:
     # vLLM resolves "tokbackend.integrations.vllm.<class name>" in each process; the classes
     # are made on demand, one per flag value, so a backend registered later gets one too.
     if name.startswith(_CLASS_PREFIX):
@@ -69,7 +74,7 @@ def _tokenizer_class(mode: str) -> type:
         """What `--tokenizer-mode {mode}` loads: vLLM's HF tokenizer, accelerated."""
 
         @classmethod
-        def from_pretrained(cls, path_or_repo_id, *args, **kwargs):
+        def from_pretrained(cls, path_or_repo_id: str | os.PathLike[str], *args: Any, **kwargs: Any) -> PreTrainedTokenizerBase:
             from vllm.tokenizers.hf import CachedHfTokenizer
 
             tokenizer = CachedHfTokenizer.from_pretrained(path_or_repo_id, *args, **kwargs)
@@ -79,14 +84,14 @@ def _tokenizer_class(mode: str) -> type:
     return TokbackendTokenizer
 
 
-def _explain_near_misses(registry) -> None:
+def _explain_near_misses(registry: Any) -> None:
     """Make `--tokenizer-mode gigatokn` fail with the modes tokbackend adds, not only vLLM's
     "No tokenizer registered" (vLLM's parser accepts any string)."""
     if getattr(registry.load_tokenizer_cls, "_tokbackend", False):
         return
     original = registry.load_tokenizer_cls
 
-    def load_tokenizer_cls(tokenizer_mode: str):
+    def load_tokenizer_cls(tokenizer_mode: str) -> Any:
         try:
             return original(tokenizer_mode)
         except ValueError as error:
@@ -98,7 +103,7 @@ def _explain_near_misses(registry) -> None:
                 f"--tokenizer-mode {', '.join(flag_values())}."
             ) from error
 
-    load_tokenizer_cls._tokbackend = True
+    load_tokenizer_cls.__dict__["_tokbackend"] = True
     registry.load_tokenizer_cls = load_tokenizer_cls
 
 
