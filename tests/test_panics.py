@@ -133,7 +133,7 @@ def test_a_panic_in_the_guards_derivation_is_the_builds_reported_error(qwen3, fr
 def test_verify_fails_on_a_build_that_a_panic_stopped(fresh_cache, panicking_derivation):
     lines: list[str] = []
     report = verify_model(
-        "qwen3", backend="gigatoken", only={"chat"}, announce=lines.append, progress=False, guard=panicking_derivation
+        "qwen3", backend="gigatoken", only={"chat"}, announce=lines.append, progress=False, guard_settings=panicking_derivation
     )
     assert report.exit_code == EXIT_UNAVAILABLE, "\n".join(lines)
     assert "panicked" in report.steps[0].detail

@@ -238,7 +238,7 @@ def test_a_backend_is_one_registered_class_and_verify_runs_every_step_on_it(regi
     lines: list[str] = []
     narrowed = GuardSettings(code_points=tuple(code_points))
     report = verify_model(
-        "qwen3", backend="toy", profile="dev", examples=5, code_points=code_points, announce=lines.append, guard=narrowed
+        "qwen3", backend="toy", profile="dev", examples=5, code_points=code_points, announce=lines.append, guard_settings=narrowed
     )
     statuses = {step.name: step.status for step in report.steps}
     assert report.exit_code == EXIT_OK, lines[-20:]

@@ -286,7 +286,7 @@ def test_verify_exits_6_when_the_start_up_build_fails(backend, monkeypatch, tmp_
     monkeypatch.setenv("TOKBACKEND_CACHE_DIR", str(tmp_path / "cache"))
     finish_without_package_data(monkeypatch)
     unshipped = GuardSettings(shipped_records=tmp_path / "no-shipped-records")
-    report = verify_model("qwen3", backend=backend, quick=True, only=set(), guard=unshipped)
+    report = verify_model("qwen3", backend=backend, quick=True, only=set(), guard_settings=unshipped)
     assert report.exit_code == EXIT_UNAVAILABLE
     (load,) = [step for step in report.steps if step.name == "load"]
     assert load.status == "unavailable" and "building its lane failed: FileNotFoundError: planted" in load.detail

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from hypothesis import settings
     from transformers import PreTrainedTokenizerBase as Tokenizer
 
-    from tokbackend._guard import UnicodeGuard
+    from tokbackend._guard import GuardSettings, UnicodeGuard
     from tokbackend._routing.lanes import Lane
     from tokbackend.backends import EncodeBackend
 
@@ -218,6 +218,7 @@ def verify_model(
     progress: bool = True,
     code_points: list[int] | None = None,
     only: set[str] | None = None,
+    guard_settings: GuardSettings | None = None,
 ) -> VerifyReport:
     """Run the gate for `model` (built-in name, local directory, or hub id in the local cache).
 
@@ -226,10 +227,11 @@ def verify_model(
     code_points: scan only these (default: every code point, see `tokbackend._guard.derive`).
     only: run only these of the steps after load and boot probe (`STEPS`); the others are
         reported as skipped.
+    guard_settings: the `GuardSettings` of every build verify makes (default: accelerate()'s).
     """
     import tokbackend
     from tokbackend._build import FastPathError
-    from tokbackend._guard import GuardUnavailableError
+    from tokbackend._guard import GuardSettings, GuardUnavailableError
     from tokbackend._loading import ModelFilesError
     from tokbackend._probe import run_probe
     from tokbackend._tokenizer import reference_of
@@ -237,6 +239,7 @@ def verify_model(
     from tokbackend.integrations._common import backend_for_flag
 
     backend = backend_for_flag(backend) or backend
+    guard_config = guard_settings if guard_settings is not None else GuardSettings()
     report = VerifyReport(model, backend, [])
     with _Step(report, "load", announce) as step:
         try:
@@ -253,7 +256,7 @@ def verify_model(
         try:
             # The backend a deployment gets (for "auto": the one it chooses, probe included; a
             # named one that fails the probe is verified all the same: the probe step says so) ...
-            deployed = tokbackend.accelerate(hf, backend=backend)
+            deployed = tokbackend.accelerate(hf, backend=backend, guard=guard_config)
             if deployed.tokbackend.routing is None:
                 step.done("unavailable", f"backend {backend!r} cannot serve {model}: {deployed.tokbackend.disabled_reason}")
                 return report
@@ -261,7 +264,7 @@ def verify_model(
             # ... then verified on its own: the probe's safety net is left off so that every
             # step sees the backend's own answers (through the Unicode guard, as deployed), and
             # the segment cache is off (every text reaches the backend; it has its own step).
-            accelerated = tokbackend.accelerate(hf, backend=lane.name, probe=False, segment_cache_mib=None)
+            accelerated = tokbackend.accelerate(hf, backend=lane.name, probe=False, segment_cache_mib=None, guard=guard_config)
         except (BackendUnavailableError, GuardUnavailableError, FastPathError) as error:
             step.done("unavailable", str(error).removeprefix("tokbackend: "))
             return report
@@ -299,9 +302,9 @@ def verify_model(
         "scan": lambda step: _code_point_scan(step, hf, acceleration.backend, accelerated, announce, progress, code_points),
         "properties": lambda step: _properties(step, hf, accelerated, profile, examples, seed, quick, announce, progress),
         "arguments": lambda step: _arguments(step, hf, accelerated, profile, examples, seed, quick, announce),
-        "changes": lambda step: _changes(step, hf, lane.name, announce),
-        "sharing": lambda step: _sharing(step, hf, lane.name, guard, announce),
-        "segments": lambda step: _segments(step, hf, lane.name, profile, examples, seed, quick, announce),
+        "changes": lambda step: _changes(step, hf, lane.name, announce, guard_config),
+        "sharing": lambda step: _sharing(step, hf, lane.name, guard, announce, guard_config),
+        "segments": lambda step: _segments(step, hf, lane.name, profile, examples, seed, quick, announce, guard_config),
         "chat": lambda step: _chat_template(step, hf, accelerated, announce),
         "grammar": lambda step: _grammar(step, hf, accelerated, announce),
         "speed": lambda step: _speed(step, hf, accelerated, announce),
@@ -513,7 +516,7 @@ def _arguments(
     )
 
 
-def _changes(step: _Step, hf: Tokenizer, backend: str, announce: Announce) -> None:
+def _changes(step: _Step, hf: Tokenizer, backend: str, announce: Announce, guard_config: GuardSettings) -> None:
     """Each change to a copy of the tokenizer after acceleration (tokens added, flags changed,
     normalizer, pre-tokenizer, post-processor replaced or changed in place), through the
     accelerated object and through the plain tokenizer sharing its state: every text of the
@@ -530,7 +533,7 @@ def _changes(step: _Step, hf: Tokenizer, backend: str, announce: Announce) -> No
     from equivalence.changes import CHANGES, texts_for
     from equivalence.differential import answer_of
 
-    template = tokbackend.accelerate(hf, backend=backend)
+    template = tokbackend.accelerate(hf, backend=backend, guard=guard_config)
     answered = 0
     kept = {id(value): value for value in vars(template).values() if isinstance(value, (dict, list)) and len(value) > 10_000}
     with _logs_kept() as logs, _scratch_cache():
@@ -599,7 +602,9 @@ def _scratch_cache() -> Iterator[None]:
                 os.environ[CACHE_DIR_ENV] = previous
 
 
-def _sharing(step: _Step, hf: Tokenizer, backend: str, guard: UnicodeGuard, announce: Announce) -> None:
+def _sharing(
+    step: _Step, hf: Tokenizer, backend: str, guard: UnicodeGuard, announce: Announce, guard_config: GuardSettings
+) -> None:
     """What a tokenizer shares beyond ids (`equivalence.sharing`): truncating calls from four
     threads beside guarded texts, the Rust settings and saved tokenizer.json after a sequence of
     calls, the length warning, and result objects after edits and changes; each on a fresh pair
@@ -622,7 +627,7 @@ def _sharing(step: _Step, hf: Tokenizer, backend: str, guard: UnicodeGuard, anno
     for name, check in checks.items():
         pair = (
             copy.deepcopy(hf, dict(kept)),
-            tokbackend.accelerate(copy.deepcopy(hf, dict(kept)), backend=backend),
+            tokbackend.accelerate(copy.deepcopy(hf, dict(kept)), backend=backend, guard=guard_config),
         )
         failure = check(pair)
         if failure is not None:
@@ -636,7 +641,15 @@ def _sharing(step: _Step, hf: Tokenizer, backend: str, guard: UnicodeGuard, anno
 
 
 def _segments(
-    step: _Step, hf: Tokenizer, backend: str, profile: str, examples: int | None, seed: int, quick: bool, announce: Announce
+    step: _Step,
+    hf: Tokenizer,
+    backend: str,
+    profile: str,
+    examples: int | None,
+    seed: int,
+    quick: bool,
+    announce: Announce,
+    guard_config: GuardSettings,
 ) -> None:
     """Conversations encoded turn by turn (each request extends the last, as an agent's do)
     through a tokenizer whose segment cache answers every call, against HF."""
@@ -646,7 +659,7 @@ def _segments(
     from equivalence.conversations import conversations, guarded_sample, turn_by_turn
     from equivalence.differential import find_mismatch
 
-    cached = tokbackend.accelerate(hf, backend=backend, probe=False, segment_cache_steps_aside=False)
+    cached = tokbackend.accelerate(hf, backend=backend, probe=False, segment_cache_steps_aside=False, guard=guard_config)
     cache_stats = cached.tokbackend.stats()["segment_cache"]
     if not cache_stats["enabled"]:
         step.done("info", f"not used for this model ({cache_stats.get('unsupported')}); every request is encoded whole")

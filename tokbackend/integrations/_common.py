@@ -69,17 +69,23 @@ def fallback_allowed(*legacy_variables: str) -> bool:
 
 
 def accelerate_for_server(
-    tokenizer: PreTrainedTokenizerBase, model: str, flag: str, server: str, *legacy_fallback_variables: str
+    tokenizer: PreTrainedTokenizerBase,
+    model: str,
+    flag: str,
+    server: str,
+    *legacy_fallback_variables: str,
+    options: AccelerationOptions | None = None,
 ) -> PreTrainedTokenizerBase:
     """`tokbackend.accelerate()` under the contract above. `flag` is the command-line value
-    ("--tokenizer-backend gigatoken"), named in errors and the log line."""
+    ("--tokenizer-backend gigatoken"), named in errors and the log line; `options`: what the flag
+    and the environment leave as they are (default `AccelerationOptions()`)."""
     import tokbackend
 
     backend = backend_for_flag(flag.split()[-1])
     allow_fallback = fallback_allowed(*legacy_fallback_variables)
     process = f"{multiprocessing.current_process().name} (pid {os.getpid()})"
     started = time.monotonic()
-    options = tokbackend.AccelerationOptions(allow_hf_fallback=allow_fallback)
+    options = (options or AccelerationOptions()).replace(allow_hf_fallback=allow_fallback)
     options = options if backend is None else options.replace(backend=backend)
     shared = _shared_build(tokenizer, options)
     if shared is not None:
