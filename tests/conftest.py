@@ -101,7 +101,7 @@ def register_for_test(monkeypatch):
     backends.available_backends()  # entry points first, so the test's entry is not overwritten
 
     def register(name, backend_class):
-        monkeypatch.setitem(backends._factories, name, backend_class)
+        monkeypatch.setitem(backends._registry.factories, name, backend_class)
 
     return register
 

@@ -7,6 +7,7 @@
 """
 
 import importlib
+from types import MappingProxyType
 from typing import Any
 
 from tokbackend._build import FastPathError
@@ -22,16 +23,18 @@ from tokbackend._process import preload as _preload  # isort: skip
 # What imports transformers (about a second) is imported on first use: `tokbackend --help`, a
 # process that registers a backend or reads the version, imports none of it. Whoever calls these
 # has a HuggingFace tokenizer, so transformers is imported already.
-_ON_FIRST_USE = {
-    "DEFAULT_MODEL": "tokbackend._loading",
-    "ModelFilesError": "tokbackend._loading",
-    "ModelNotFoundError": "tokbackend._loading",
-    "load": "tokbackend._loading",
-    "load_hf": "tokbackend._loading",
-    "AcceleratedTokenizerMixin": "tokbackend._tokenizer",
-    "accelerate": "tokbackend._tokenizer",
-    "ids_as_arrays": "tokbackend._tokenizer",
-}
+_ON_FIRST_USE = MappingProxyType(
+    {
+        "DEFAULT_MODEL": "tokbackend._loading",
+        "ModelFilesError": "tokbackend._loading",
+        "ModelNotFoundError": "tokbackend._loading",
+        "load": "tokbackend._loading",
+        "load_hf": "tokbackend._loading",
+        "AcceleratedTokenizerMixin": "tokbackend._tokenizer",
+        "accelerate": "tokbackend._tokenizer",
+        "ids_as_arrays": "tokbackend._tokenizer",
+    }
+)
 
 
 def __getattr__(name: str) -> Any:

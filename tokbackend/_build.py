@@ -23,7 +23,8 @@ from __future__ import annotations
 import dataclasses
 import enum
 import logging
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
+from types import MappingProxyType
 
 from tokbackend._options import AccelerationOptions
 from tokbackend._process.exiting import exiting, watch_exit
@@ -64,23 +65,25 @@ class PhaseRule:
 
 # Every phase, who answers in it and what may replace it: the one table of the lifecycle. Any
 # build may also be replaced by a new build for a changed tokenizer (`AccelerationState.rebuild`).
-PHASES: dict[Phase, PhaseRule] = {
-    Phase.UNBUILT: PhaseRule(
-        "the state, before `accelerate()` builds",
-        "nobody: `accelerate()` returns once it has built",
-        (Phase.FINAL, Phase.OFF),
-    ),
-    Phase.FINAL: PhaseRule(
-        "`build_for`: a backend loaded, its exact guard found or derived, the boot probe passed",
-        "the routing: texts its guard holds go to HF, the rest to the backend",
-        (),
-    ),
-    Phase.OFF: PhaseRule(
-        "`build_for`: no backend is exact (or none loads, with `allow_hf_fallback`)",
-        'HF, every call; the reason in `stats()["disabled_reason"]`, and `tokbackend verify` fails',
-        (),
-    ),
-}
+PHASES: Mapping[Phase, PhaseRule] = MappingProxyType(
+    {
+        Phase.UNBUILT: PhaseRule(
+            "the state, before `accelerate()` builds",
+            "nobody: `accelerate()` returns once it has built",
+            (Phase.FINAL, Phase.OFF),
+        ),
+        Phase.FINAL: PhaseRule(
+            "`build_for`: a backend loaded, its exact guard found or derived, the boot probe passed",
+            "the routing: texts its guard holds go to HF, the rest to the backend",
+            (),
+        ),
+        Phase.OFF: PhaseRule(
+            "`build_for`: no backend is exact (or none loads, with `allow_hf_fallback`)",
+            'HF, every call; the reason in `stats()["disabled_reason"]`, and `tokbackend verify` fails',
+            (),
+        ),
+    }
+)
 
 
 def lifecycle_table() -> str:

@@ -96,7 +96,7 @@ class Truncation:
     stride: int
 
 
-_ONLY_STR = {str}  # the types in a batch of plain texts (compared in C: no Python frame per text)
+_ONLY_STR = frozenset({str})  # the types in a batch of plain texts (compared in C: no Python frame per text)
 
 
 def fast_path_reason(

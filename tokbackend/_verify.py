@@ -25,7 +25,8 @@ import statistics
 import tempfile
 import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from tokbackend._options import DEFAULT_BACKEND
@@ -45,44 +46,51 @@ EXIT_OK, EXIT_MISMATCH, EXIT_USAGE, EXIT_GRAMMAR, EXIT_NOT_FOUND, EXIT_MISSING_T
 EXIT_UNAVAILABLE, EXIT_PARTIAL, EXIT_HARNESS = 6, 7, 8
 # What each exit code means: `tokbackend verify --help` prints this table, docs/verify.md holds
 # it word for word (tests/test_docs.py).
-EXIT_CODES: dict[int, str] = {
-    EXIT_OK: "the backend is exact and usable for this model: every step ran and passed (or a passing `--quick`, "
-    "whose verdict names what it skipped)",
-    EXIT_MISMATCH: "a mismatch was found (minimal counterexamples are printed), or the fast path answered none of "
-    "a step's inputs",
-    EXIT_USAGE: "usage error: an unknown option, or an unknown step in `--only`",
-    EXIT_GRAMMAR: "the grammar gate failed",
-    EXIT_NOT_FOUND: "the model was not found locally (the message says how to put it into the cache)",
-    EXIT_MISSING_TOOLS: "a tool verify needs is not installed (the message names the extra: `pip install 'tokbackend[verify]'`)",
-    EXIT_UNAVAILABLE: "the model cannot be served: the backend cannot serve it (the reason is printed), or "
-    "HuggingFace cannot load its files (the file and the cause are printed)",
-    EXIT_PARTIAL: "every step that ran passed, but some were skipped (`--only`, a missing tool): not a full verification",
-    EXIT_HARNESS: "no verdict: a step stopped on an error before it could compare answers (an error of verify's "
-    "harness; the step and the error are printed, the traceback is in the `--json` report): not a mismatch, not a pass",
-}
+EXIT_CODES: Mapping[int, str] = MappingProxyType(
+    {
+        EXIT_OK: "the backend is exact and usable for this model: every step ran and passed (or a passing `--quick`, "
+        "whose verdict names what it skipped)",
+        EXIT_MISMATCH: "a mismatch was found (minimal counterexamples are printed), or the fast path answered none of "
+        "a step's inputs",
+        EXIT_USAGE: "usage error: an unknown option, or an unknown step in `--only`",
+        EXIT_GRAMMAR: "the grammar gate failed",
+        EXIT_NOT_FOUND: "the model was not found locally (the message says how to put it into the cache)",
+        EXIT_MISSING_TOOLS: "a tool verify needs is not installed "
+        "(the message names the extra: `pip install 'tokbackend[verify]'`)",
+        EXIT_UNAVAILABLE: "the model cannot be served: the backend cannot serve it (the reason is printed), or "
+        "HuggingFace cannot load its files (the file and the cause are printed)",
+        EXIT_PARTIAL: "every step that ran passed, but some were skipped (`--only`, a missing tool): not a full verification",
+        EXIT_HARNESS: "no verdict: a step stopped on an error before it could compare answers (an error of verify's "
+        "harness; the step and the error are printed, the traceback is in the `--json` report): not a mismatch, not a pass",
+    }
+)
 # Where a run has several outcomes, it exits with the first of these that applies.
 EXIT_PRECEDENCE = (EXIT_NOT_FOUND, EXIT_UNAVAILABLE, EXIT_MISMATCH, EXIT_GRAMMAR, EXIT_HARNESS, EXIT_PARTIAL)
 # The exit code each step status stands for ("ok", "info" and "skipped" stand for none).
-STATUS_EXIT = {
-    "not_found": EXIT_NOT_FOUND,
-    "unloadable": EXIT_UNAVAILABLE,
-    "unavailable": EXIT_UNAVAILABLE,
-    "mismatch": EXIT_MISMATCH,
-    "grammar": EXIT_GRAMMAR,
-    "error": EXIT_HARNESS,
-}
+STATUS_EXIT = MappingProxyType(
+    {
+        "not_found": EXIT_NOT_FOUND,
+        "unloadable": EXIT_UNAVAILABLE,
+        "unavailable": EXIT_UNAVAILABLE,
+        "mismatch": EXIT_MISMATCH,
+        "grammar": EXIT_GRAMMAR,
+        "error": EXIT_HARNESS,
+    }
+)
 # The steps after load and boot probe: the names `only` (and `--only`) take, and their titles.
-STEP_TITLES = {
-    "scan": "code-point scan",
-    "properties": "hypothesis properties",
-    "arguments": "arguments and results",
-    "changes": "changes after acceleration",
-    "sharing": "threads, state, warnings, results",
-    "segments": "segment cache",
-    "chat": "chat template",
-    "grammar": "grammar gate",
-    "speed": "speed",
-}
+STEP_TITLES = MappingProxyType(
+    {
+        "scan": "code-point scan",
+        "properties": "hypothesis properties",
+        "arguments": "arguments and results",
+        "changes": "changes after acceleration",
+        "sharing": "threads, state, warnings, results",
+        "segments": "segment cache",
+        "chat": "chat template",
+        "grammar": "grammar gate",
+        "speed": "speed",
+    }
+)
 STEPS = tuple(STEP_TITLES)
 # What `quick` leaves out (the minutes of a verification; the other steps run fewer examples),
 # and the detail of those steps: a quick check that passes exits 0, its verdict naming them.

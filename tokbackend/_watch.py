@@ -29,6 +29,7 @@ from __future__ import annotations
 import operator
 import weakref
 from collections.abc import Callable, Hashable
+from types import MappingProxyType
 from typing import Any
 
 from tokbackend._tokenizer_json import without_truncation_and_padding
@@ -37,13 +38,21 @@ _MARKER = "_tokbackend_added_tokens_marker"
 _MUTATORS = ("add_tokens", "add_special_tokens")
 # What each model type's encode reads besides its vocabulary (tokenizers' model getters), read
 # with one `attrgetter` call.
-_MODEL_FIELDS = {
-    "BPE": operator.attrgetter(
-        "dropout", "unk_token", "continuing_subword_prefix", "end_of_word_suffix", "fuse_unk", "byte_fallback", "ignore_merges"
-    ),
-    "WordPiece": operator.attrgetter("unk_token", "continuing_subword_prefix", "max_input_chars_per_word"),
-    "WordLevel": operator.attrgetter("unk_token"),
-}
+_MODEL_FIELDS = MappingProxyType(
+    {
+        "BPE": operator.attrgetter(
+            "dropout",
+            "unk_token",
+            "continuing_subword_prefix",
+            "end_of_word_suffix",
+            "fuse_unk",
+            "byte_fallback",
+            "ignore_merges",
+        ),
+        "WordPiece": operator.attrgetter("unk_token", "continuing_subword_prefix", "max_input_chars_per_word"),
+        "WordLevel": operator.attrgetter("unk_token"),
+    }
+)
 
 
 def watch(rust: Any, owner: Any) -> object:

@@ -21,7 +21,7 @@ from tokbackend._guard.history import changed_runs, rule_sensitive
 from tokbackend._tokenizer_json import top_level_sections
 
 _CASE_INSENSITIVE = re.compile(r"\(\?i:([^)]*)\)")
-_COMPOSING = {"NFC", "NFKC", "NFD", "NFKD"}
+_COMPOSING = frozenset({"NFC", "NFKC", "NFD", "NFKD"})
 # Every this many code points of the rest is scanned in the screen contexts: of the planes that
 # hold assigned characters, and of the planes whose properties the stability policy fixes.
 SAMPLE_STRIDE = 61

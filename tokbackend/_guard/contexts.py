@@ -29,19 +29,20 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from types import MappingProxyType
 from typing import Any
 
 from tokbackend._tokenizer_json import top_level_sections
 
 # Neighbours by class: (left, right) pairs are built from these.
-LETTERS = {"Ll": "a", "Lu": "A", "Lt": "\u01c5", "Lm": "\u02b0", "Lo": "\u4e2d"}
-MARKS = {"Mn": "\u0301", "Mc": "\u093e"}
+LETTERS = MappingProxyType({"Ll": "a", "Lu": "A", "Lt": "\u01c5", "Lm": "\u02b0", "Lo": "\u4e2d"})
+MARKS = MappingProxyType({"Mn": "\u0301", "Mc": "\u093e"})
 PUNCTUATION = (":", ".", "!", '"', "(", "$")
 SPACES = (" ", "  ", "\t", "\n", "\r\n", "\u3000")
 _CONTRACTION = re.compile(r"'([A-Za-z]{1,3})(?=[|)])")
 _CASE_CLASSES = re.compile(r"\\p\{(Lu|Ll|Lt|Lm|Lo)\}")
 _DIGIT_GROUP = re.compile(r"\\p\{N\}\{1,(\d)\}")
-_COMPOSING = {"NFC", "NFKC", "NFD", "NFKD"}
+_COMPOSING = frozenset({"NFC", "NFKC", "NFD", "NFKD"})
 
 
 @dataclasses.dataclass(frozen=True)

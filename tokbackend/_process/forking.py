@@ -24,10 +24,10 @@ import threading
 import weakref
 from collections.abc import Callable
 
-_forked = False
+# this process's pid when tokbackend was imported: a forked child's own differs
+_IMPORTED_IN = os.getpid()
 # owner -> the attributes that hold its locks (a module for module-level locks)
 _lock_owners: weakref.WeakKeyDictionary[object, tuple[str, ...]] = weakref.WeakKeyDictionary()
-_after_in_child: list[Callable[[], object]] = []
 
 
 def fork_safe_lock(owner: object, attribute: str) -> threading.Lock:
@@ -37,9 +37,11 @@ def fork_safe_lock(owner: object, attribute: str) -> threading.Lock:
 
 
 def after_fork_in_child(hook: Callable[[], object]) -> Callable[[], object]:
-    """Run `hook()` in every child os.fork() makes from now on, once its locks are fresh; returns
-    `hook`, so that it can decorate the module's reset function."""
-    _after_in_child.append(hook)
+    """Run `hook()` in every child os.fork() makes from now on, once its locks are fresh (the
+    child runs its hooks in the order they were registered, the locks' first); returns `hook`, so
+    that it can decorate the module's reset function."""
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=hook)
     return hook
 
 
@@ -53,20 +55,13 @@ def before_fork(hook: Callable[[], object]) -> Callable[[], object]:
     return hook
 
 
-def _after_fork_in_child() -> None:
-    global _forked
-    _forked = True
+@after_fork_in_child
+def _fresh_locks() -> None:
     for owner, attributes in list(_lock_owners.items()):
         for attribute in attributes:
             setattr(owner, attribute, threading.Lock())
-    for hook in list(_after_in_child):
-        hook()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def in_forked_child() -> bool:
     """True in a process made by os.fork() (from a process that imported tokbackend)."""
-    return _forked
+    return os.getpid() != _IMPORTED_IN

@@ -7,31 +7,61 @@ that is already taken is refused loudly rather than silently replaced.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterable
 from importlib import import_module
 from importlib.metadata import entry_points
+from types import MappingProxyType
 
 from tokbackend._process.forking import fork_safe_lock
 from tokbackend.backends._base import BackendClass, BackendUnavailableError, EncodeBackend
 
 ENTRY_POINT_GROUP = "tokbackend.backends"
 
-_BUILTIN_FACTORIES = {
-    "hf": "tokbackend.backends._hf:HFBackend",
-    "gigatoken": "tokbackend.backends._gigatoken:GigatokenBackend",
-    "fastokens": "tokbackend.backends._fastokens:FastokensBackend",
-}
+_BUILTIN_FACTORIES = MappingProxyType(
+    {
+        "hf": "tokbackend.backends._hf:HFBackend",
+        "gigatoken": "tokbackend.backends._gigatoken:GigatokenBackend",
+        "fastokens": "tokbackend.backends._fastokens:FastokensBackend",
+    }
+)
 BUILTIN_BACKENDS = tuple(_BUILTIN_FACTORIES)
 
 # Backends a server flag may name without tokbackend's "tokbackend-" prefix: the flag users know
 # (`--tokenizer-backend gigatoken`), and the backend the integrations default to.
 BARE_FLAG_BACKENDS = ("gigatoken",)
 
-_lock = fork_safe_lock(sys.modules[__name__], "_lock")
-_factories: dict[str, str | BackendClass] = dict(_BUILTIN_FACTORIES)
-_reserved: dict[str, str] = {}  # name -> what it is instead of a backend
-_entry_points_loaded = False
+
+class _Registry:
+    """The names taken: each backend's class (or its "module:attribute" path), and the names
+    reserved for something else; entry points are read once, on first use, under the lock."""
+
+    def __init__(self) -> None:
+        self.lock = fork_safe_lock(self, "lock")
+        self.factories: dict[str, str | BackendClass] = dict(_BUILTIN_FACTORIES)
+        self.reserved: dict[str, str] = {}  # name -> what it is instead of a backend
+        self.entry_points_read = False
+
+    def add(self, name: str, factory: str | BackendClass, origin: str) -> None:
+        with self.lock:
+            self._add_locked(name, factory, origin)
+
+    def _add_locked(self, name: str, factory: str | BackendClass, origin: str) -> None:
+        if name in self.reserved:
+            raise ValueError(f"tokbackend backend name {name!r} is reserved for {self.reserved[name]}; {origin} tried to use it")
+        if name in self.factories:
+            raise ValueError(f"tokbackend backend {name!r} is already registered; {origin} tried to register it again")
+        self.factories[name] = factory
+
+    def all(self) -> dict[str, str | BackendClass]:
+        with self.lock:
+            if not self.entry_points_read:
+                for entry_point in entry_points(group=ENTRY_POINT_GROUP):
+                    self._add_locked(entry_point.name, entry_point.value, origin=f"entry point {entry_point.value!r}")
+                self.entry_points_read = True
+        return self.factories
+
+
+_registry = _Registry()
 
 
 def register_backend(name: str, factory: str | BackendClass) -> None:
@@ -39,46 +69,25 @@ def register_backend(name: str, factory: str | BackendClass) -> None:
 
     >>> register_backend("mine", "my_package.backend:MyBackend")  # doctest: +SKIP
     """
-    with _lock:
-        _register_locked(name, factory, origin="register_backend()")
+    _registry.add(name, factory, origin="register_backend()")
 
 
 def reserve_name(name: str, meaning: str) -> None:
     """Keep `name` from being registered as a backend: it means something else (`meaning`),
     such as routing's "auto"."""
-    with _lock:
-        _reserved[name] = meaning
-
-
-def _register_locked(name: str, factory: str | BackendClass, origin: str) -> None:
-    if name in _reserved:
-        raise ValueError(f"tokbackend backend name {name!r} is reserved for {_reserved[name]}; {origin} tried to use it")
-    if name in _factories:
-        raise ValueError(f"tokbackend backend {name!r} is already registered; {origin} tried to register it again")
-    _factories[name] = factory
-
-
-def _load_entry_points() -> None:
-    global _entry_points_loaded
-    with _lock:
-        if _entry_points_loaded:
-            return
-        for entry_point in entry_points(group=ENTRY_POINT_GROUP):
-            _register_locked(entry_point.name, entry_point.value, origin=f"entry point {entry_point.value!r}")
-        _entry_points_loaded = True
+    with _registry.lock:
+        _registry.reserved[name] = meaning
 
 
 def available_backends() -> list[str]:
     """Names of every registered backend, built-in and from entry points."""
-    _load_entry_points()
-    return sorted(_factories)
+    return sorted(_registry.all())
 
 
 def backend_class(name: str) -> BackendClass:
     """The class registered under `name`; a clear error lists the known names otherwise."""
-    _load_entry_points()
     try:
-        factory = _factories[name]
+        factory = _registry.all()[name]
     except KeyError:
         raise ValueError(f"unknown tokbackend backend {name!r}; registered backends: {', '.join(available_backends())}") from None
     if isinstance(factory, str):

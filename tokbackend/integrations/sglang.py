@@ -35,6 +35,7 @@ import argparse
 import logging
 import os
 from collections.abc import Callable
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import tokbackend
@@ -51,13 +52,15 @@ LEGACY_ALLOW_FALLBACK_ENV = "TOKBACKEND_SGLANG_ALLOW_HF_FALLBACK"
 APP_PATH_ENV = "SGLANG_HTTP_SERVER_APP_PATH"
 SGLANG_DEFAULT_APP_PATH = "sglang.srt.entrypoints.http_server:app"
 TOKBACKEND_APP_PATH = "tokbackend.integrations.sglang_app:app"
-TARGETS = {
-    "add_cli_args": "sglang.srt.server_args.ServerArgs.add_cli_args",
-    "get_tokenizer": "sglang.srt.utils.hf_transformers.tokenizer.get_tokenizer",
-    "get_processor": "sglang.srt.utils.hf_transformers.processor.get_processor",
-    "uvicorn_run": "uvicorn.run",
-    "tokenize_texts": "sglang.srt.managers.tokenizer_manager.TokenizerManager._tokenize_texts",
-}
+TARGETS = MappingProxyType(
+    {
+        "add_cli_args": "sglang.srt.server_args.ServerArgs.add_cli_args",
+        "get_tokenizer": "sglang.srt.utils.hf_transformers.tokenizer.get_tokenizer",
+        "get_processor": "sglang.srt.utils.hf_transformers.processor.get_processor",
+        "uvicorn_run": "uvicorn.run",
+        "tokenize_texts": "sglang.srt.managers.tokenizer_manager.TokenizerManager._tokenize_texts",
+    }
+)
 
 
 def register() -> None:
