@@ -37,7 +37,10 @@ HF_ONLY = "import sys, tokbackend; tokbackend.load_hf(sys.argv[1])"
 HOT = """
 import json, statistics, sys, time
 import tokbackend
-from tokbackend.backends._warmup import builtin_texts
+try:
+    from tokbackend.backends._warmup import builtin_texts
+except ImportError:  # 0.1.0 and its successors before the private modules
+    from tokbackend.backends.warmup import builtin_texts
 tok = tokbackend.load(sys.argv[1])
 tok.tokbackend.wait_until_prepared(300)
 long_text = " ".join(builtin_texts())[:130_000]
