@@ -82,7 +82,7 @@ def calls(added_tokens: list[str]) -> st.SearchStrategy[Call]:
     return _call(added_tokens)
 
 
-def outcome(tokenizer, call: Call) -> tuple[str, Any]:
+def outcome(tokenizer, call: Call) -> tuple[str, Any, list[str]]:
     """("ok", the result as plain data) or ("raises", the exception's class name), then the
     warnings the call issued ('UserWarning: ...'), after resetting
     what an earlier call left in HF's Rust tokenizer (HF's own checks depend on it: a stride of

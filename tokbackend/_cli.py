@@ -198,7 +198,7 @@ def subcommand_parser(parser: argparse.ArgumentParser, command: str) -> argparse
 
 def _logs_beside_progress_bars() -> contextlib.AbstractContextManager[None]:
     """Log lines printed above tqdm's bars instead of through them."""
-    from tqdm.contrib.logging import logging_redirect_tqdm  # type: ignore[import-untyped]  # tqdm ships no stubs
+    from tqdm.contrib.logging import logging_redirect_tqdm
 
     redirect: contextlib.AbstractContextManager[None] = logging_redirect_tqdm()
     return redirect  # the root logger's console handler, which basicConfig set up

@@ -780,7 +780,7 @@ class _NoBar:
 def _bar(total: int, unit: str, enabled: bool) -> Any:
     if not enabled:
         return _NoBar()
-    from tqdm import tqdm  # type: ignore[import-untyped]  # tqdm ships no stubs
+    from tqdm import tqdm
 
     return tqdm(total=total, unit=f" {unit}", leave=False)
 

@@ -152,7 +152,7 @@ def first_token_seconds(url: str, prompts: list[str]) -> list[float]:
 def _conforms(content: str) -> str | None:
     """None when `content` is JSON that validates against SCHEMA, else why not."""
     try:
-        import jsonschema  # type: ignore[import-untyped]  # jsonschema ships no stubs
+        import jsonschema
 
         jsonschema.validate(json.loads(content), SCHEMA)
     except Exception as error:  # noqa: BLE001 - any failure is the finding
