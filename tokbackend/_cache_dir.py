@@ -22,22 +22,16 @@ def cache_dir() -> Path:
 
 
 def read_json_object(path: Path, what: str) -> dict[str, Any] | None:
-    """The JSON object `path` holds, or None where there is none to use: no file, or a file that
-    is damaged (cut short, not JSON) or of the wrong shape (not an object). A kept file is a
-    cache: a damaged one is a miss, logged at WARNING with the file and the cause (`what` says
-    what it is), so that whoever reads it derives or chooses afresh and writes it anew; it never
-    stops a process from starting."""
+    """The JSON object `path` holds, or None where there is none to use: no file, or one damaged
+    (cut short, not JSON) or of the wrong shape. A kept file is a cache: a damaged one is a miss,
+    logged at WARNING naming the file, `what` it is and the cause, and written anew by whoever
+    reads it; it never stops a process from starting."""
     try:
-        text = path.read_text(encoding="utf-8")
+        value = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return None
-    except (OSError, UnicodeDecodeError) as error:
-        logger.warning("cannot read %s %s (%s); doing without it", what, path, error)
-        return None
-    try:
-        value = json.loads(text)
-    except ValueError as error:
-        logger.warning("%s %s is damaged (%s); doing without it, it is written anew", what, path, error)
+    except (OSError, ValueError) as error:  # unreadable, not UTF-8 or not JSON (both ValueErrors)
+        logger.warning("%s %s is damaged or unreadable (%s); doing without it, it is written anew", what, path, error)
         return None
     if not isinstance(value, dict):
         logger.warning(
