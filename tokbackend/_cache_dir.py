@@ -15,10 +15,7 @@ CACHE_DIR_ENV = "TOKBACKEND_CACHE_DIR"
 
 def cache_dir() -> Path:
     """$TOKBACKEND_CACHE_DIR, else $XDG_CACHE_HOME/tokbackend, else ~/.cache/tokbackend."""
-    configured = os.environ.get(CACHE_DIR_ENV)
-    if configured:
-        return Path(configured)
-    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "tokbackend"
+    return Path(os.environ.get(CACHE_DIR_ENV) or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "tokbackend")
 
 
 def read_json_object(path: Path, what: str) -> dict[str, Any] | None:
@@ -28,14 +25,11 @@ def read_json_object(path: Path, what: str) -> dict[str, Any] | None:
     reads it; it never stops a process from starting."""
     try:
         value = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(value, dict):
+            raise ValueError(f"it holds a JSON {type(value).__name__}, not an object")
     except FileNotFoundError:
         return None
-    except (OSError, ValueError) as error:  # unreadable, not UTF-8 or not JSON (both ValueErrors)
+    except (OSError, ValueError) as error:  # unreadable, not UTF-8, not JSON or not an object
         logger.warning("%s %s is damaged or unreadable (%s); doing without it, it is written anew", what, path, error)
-        return None
-    if not isinstance(value, dict):
-        logger.warning(
-            "%s %s holds a JSON %s, not an object; doing without it, it is written anew", what, path, type(value).__name__
-        )
         return None
     return value
