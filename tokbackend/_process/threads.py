@@ -1,7 +1,6 @@
-"""Work on a thread of its own: the one place tokbackend starts a thread (a guard's scan has a
-pool of its own). A backend's load beside its guard's derivation (`tokbackend._routing.lanes`),
-the backends' warm-ups after `accelerate()` (`tokbackend._build`), a renewing backend's spare
-(`tokbackend.backends._renewal`), the libraries' imports (`tokbackend._process.preload`)."""
+"""`OnItsOwnThread`: the one place tokbackend starts a thread (a guard's scan has a pool of its
+own): a backend's load beside its guard's derivation, the warm-ups, a renewing backend's spare,
+the background imports."""
 
 from __future__ import annotations
 
@@ -13,11 +12,11 @@ T = TypeVar("T")
 
 
 class OnItsOwnThread(Generic[T]):
-    """`work()` running on a thread of its own; `result()` waits for it, raising what it raised;
-    `join(timeout)` waits without raising. Not a daemon: an interpreter that exits meanwhile
-    waits for it rather than stopping it inside a library's native code (work that nothing
-    would use after an exit checks `tokbackend._process.exiting` between its steps). Work that
-    nobody waits for catches and reports its own errors."""
+    """`work()` on a thread of its own; `result()` waits and raises what it raised, `join()` waits only.
+
+    Not a daemon: an exiting interpreter waits for it rather than stopping it inside native code
+    (see `tokbackend._process.exiting`). Work that nobody waits for reports its own errors.
+    """
 
     def __init__(self, work: Callable[[], T], name: str) -> None:
         self._work = work
@@ -33,6 +32,7 @@ class OnItsOwnThread(Generic[T]):
             self._error = error
 
     def result(self) -> T:
+        """The work's value, once it has ended; what it raised is raised here."""
         self._thread.join()
         if self._error is not None:
             raise self._error

@@ -1,8 +1,8 @@
 """Backend registry: a name ("hf", "gigatoken", "fastokens", ...) maps to a backend class.
 
 Third-party packages add backends through the entry-point group `tokbackend.backends`
-(`name = "package.module:Class"`, a class following `BackendClass`); they are discovered once, under a lock, and a name
-that is already taken is refused loudly rather than silently replaced.
+(`name = "package.module:Class"`, a class following `BackendClass`); they are read once, under a
+lock, and a name already taken is refused loudly rather than silently replaced.
 """
 
 from __future__ import annotations
@@ -42,10 +42,7 @@ class _Registry:
         self.entry_points_read = False
 
     def add(self, name: str, factory: str | BackendClass, origin: str) -> None:
-        with self.lock:
-            self._add_locked(name, factory, origin)
-
-    def _add_locked(self, name: str, factory: str | BackendClass, origin: str) -> None:
+        """Take `name` for `factory`; the caller holds the lock."""
         if name in self.reserved:
             raise ValueError(f"tokbackend backend name {name!r} is reserved for {self.reserved[name]}; {origin} tried to use it")
         if name in self.factories:
@@ -56,7 +53,7 @@ class _Registry:
         with self.lock:
             if not self.entry_points_read:
                 for entry_point in entry_points(group=ENTRY_POINT_GROUP):
-                    self._add_locked(entry_point.name, entry_point.value, origin=f"entry point {entry_point.value!r}")
+                    self.add(entry_point.name, entry_point.value, origin=f"entry point {entry_point.value!r}")
                 self.entry_points_read = True
         return self.factories
 
@@ -69,7 +66,8 @@ def register_backend(name: str, factory: str | BackendClass) -> None:
 
     >>> register_backend("mine", "my_package.backend:MyBackend")  # doctest: +SKIP
     """
-    _registry.add(name, factory, origin="register_backend()")
+    with _registry.lock:
+        _registry.add(name, factory, origin="register_backend()")
 
 
 def reserve_name(name: str, meaning: str) -> None:
@@ -97,9 +95,8 @@ def backend_class(name: str) -> BackendClass:
 
 
 def versioned_libraries(names: Iterable[str]) -> tuple[str, ...]:
-    """The libraries whose versions decide what the named backends encode (each class's
-    `versioned_libraries`), in order and once each; a backend whose library does not import
-    names none (it fails, loudly, where it is used).
+    """The libraries whose versions decide what the named backends encode, in order and once
+    each; a backend whose library does not import names none (it fails, loudly, where it is used).
 
     >>> versioned_libraries(["hf", "gigatoken", "fastokens"])
     ('gigatoken', 'fastokens')

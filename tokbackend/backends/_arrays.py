@@ -1,10 +1,8 @@
-"""Ids as `array('q')`, for callers that store them so (SGLang's tokenizer manager turns every
-prompt into `array("q", input_ids)` before it goes to the scheduler).
+"""Ids as `array('q')`, for callers that store them so (SGLang's tokenizer manager does).
 
-A backend may answer in that form straight from its own buffer (`encode_array`,
-`encode_batch_arrays`: gigatoken's and fastokens' uint32 buffers, widened once), which skips the
-Python ints a list would need and that the caller would throw away; for one that cannot,
-`encode_array` and `encode_batch_arrays` below convert its lists. Both give the same ids.
+A backend may answer in that form straight from its own uint32 buffer (`encode_array`,
+`encode_batch_arrays`), skipping the Python ints a list needs; for one that cannot, the functions
+below convert its lists. Both give the same ids.
 """
 
 from __future__ import annotations
@@ -17,14 +15,13 @@ import numpy as np
 if TYPE_CHECKING:
     from tokbackend.backends._base import EncodeBackend
 
-
 _ZERO = array("q", [0])
+_ONE = array("q", [1])
 
 
 def split_uint32(ids: np.ndarray, offsets: np.ndarray) -> list[array[int]]:
-    """One `array('q')` per row of a flat uint32 buffer whose row `i` is `ids[offsets[i]:offsets[i + 1]]`.
-    Each row is allocated at its size and widened into in one pass (no int64 copy of the whole
-    buffer first: that and a byte copy per row cost 3-10x as much for 40 x 34k ids)."""
+    """One `array('q')` per row of a flat uint32 buffer whose row `i` is `ids[offsets[i]:offsets[i + 1]]`
+    (each widened into its own array in one pass: no int64 copy of the whole buffer first)."""
     return [widened(ids[start:end]) for start, end in zip(offsets[:-1].tolist(), offsets[1:].tolist())]
 
 
@@ -36,17 +33,9 @@ def widened(ids: np.ndarray) -> array[int]:
     return row
 
 
-def little_endian_uint32(buffer: bytes) -> np.ndarray:
-    """A little-endian uint32 buffer as numpy ids (widening converts the byte order where needed)."""
-    return np.frombuffer(buffer, dtype="<u4")
-
-
 def ones_like(row: array[int]) -> array[int]:
     """An `array('q')` of ones as long as `row` (an attention mask in the array form)."""
     return _ONE * len(row)
-
-
-_ONE = array("q", [1])
 
 
 def encode_array(backend: EncodeBackend, text: str) -> array[int]:

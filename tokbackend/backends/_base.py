@@ -1,12 +1,8 @@
-"""The narrow interface every encode backend implements.
+"""The narrow interface every encode backend implements: the low layer, below a hard cut.
 
-This is the low layer of tokbackend, a hard cut: plain primitives in, plain primitives out. A
-backend is built from the text of a tokenizer.json and its own typed options, and turns text
-into token ids exactly as HuggingFace would with `add_special_tokens=False`, and nothing else:
-no kwargs, padding, tensors or BatchEncoding. Everything HuggingFace-shaped lives above the
-cut (`tokbackend._policy` decides per call whether a backend may answer, `tokbackend._routing`
-picks the backend, `tokbackend._state` answers, `tokbackend._tokenizer` is the HuggingFace-facing
-class).
+A backend is built from a tokenizer.json's text and its own typed options, and turns text into
+ids exactly as HuggingFace does with `add_special_tokens=False`: no kwargs, padding, tensors or
+BatchEncoding. Everything HuggingFace-shaped (which calls it may answer, which backend) is above.
 """
 
 from __future__ import annotations
@@ -17,9 +13,11 @@ from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import Any, Protocol, runtime_checkable
 
-# Default growth budget, in MiB, for backends whose caches grow without bound (see
-# `tokbackend.backends._renewal`).
+# Default growth budget, in MiB, of a backend whose caches grow without bound (`_renewal`).
 DEFAULT_CACHE_BUDGET_MIB = 256
+
+# texts -> one id list each: a backend's `encode_batch`, or HuggingFace's ids for the same texts
+BatchEncoder = Callable[[list[str]], list[list[int]]]
 
 
 class BackendUnavailableError(RuntimeError):
@@ -31,8 +29,8 @@ class BackendPanicError(RuntimeError):
 
 
 def is_rust_panic(error: BaseException) -> bool:
-    """pyo3's PanicException derives from BaseException and would sail past every `except
-    Exception` in a server; it is created at run time in a module that cannot be imported."""
+    """Whether `error` is pyo3's PanicException (made at run time in a module that cannot be
+    imported), a BaseException that would sail past every `except Exception` in a server."""
     kind = type(error)
     return kind.__name__ == "PanicException" and kind.__module__ == "pyo3_runtime"
 
@@ -53,8 +51,8 @@ def import_library(module: str, requirement: str) -> ModuleType:
 
 @contextlib.contextmanager
 def loading_tokenizer_json(library: str) -> Iterator[None]:
-    """Turns any failure to load a tokenizer.json, a Rust panic included, into
-    BackendUnavailableError with its first line."""
+    """Any failure to load a tokenizer.json, a Rust panic included, as BackendUnavailableError
+    with its first line."""
     try:
         with panics_as_errors(library, "loading"):
             yield
@@ -64,12 +62,12 @@ def loading_tokenizer_json(library: str) -> Iterator[None]:
 
 
 class panics_as_errors:  # noqa: N801 - used as a context manager, named as one
-    """`with panics_as_errors(library):` re-raises a Rust panic inside `library` (pyo3's
-    PanicException, a BaseException that sails past `except Exception`) as `error_class`, an
-    ordinary Exception, saying what it was `doing`; wrapped around whatever runs a backend,
-    wherever it runs, so that a panic is a reported error (auto moves on, a server stops with the
-    reason), never a thread that died. It keeps no state: one made once serves every call and
-    thread (two Python frames a call, where a generator-based context manager takes six)."""
+    """`with panics_as_errors(library):` re-raises a Rust panic inside `library` as `error_class`,
+    saying what it was `doing`, so that a panic is a reported error, never a thread that died.
+
+    A class, not a generator: it keeps no state, so one made once serves every call and thread,
+    and costs two Python frames a call where a generator-based context manager takes six.
+    """
 
     def __init__(self, library: str, doing: str = "encoding", error_class: type[Exception] = BackendPanicError) -> None:
         self.library, self.doing, self.error_class = library, doing, error_class
@@ -82,69 +80,50 @@ class panics_as_errors:  # noqa: N801 - used as a context manager, named as one
             raise self.converted(error) from None
 
     def converted(self, error: BaseException) -> BaseException:
-        """What to raise for `error` caught around the library: a panic as `error_class`, any
-        other as it is (for a hot path's `try`/`except`, which costs no frame while nothing fails)."""
+        """What to raise for `error`: a panic as `error_class`, any other as it is (for a hot
+        path's `try`/`except`, which costs no frame while nothing fails)."""
         if is_rust_panic(error):
             return self.error_class(f"{self.library} panicked while {self.doing}: {error}")
         return error
 
 
-# texts -> one id list each: a backend's `encode_batch`, HuggingFace's ids for them (the answer
-# every backend must match), either side of a guard's scan
-BatchEncoder = Callable[[list[str]], list[list[int]]]
-
-
 @runtime_checkable
 class EncodeBackend(Protocol):
-    """Text -> ids, for one tokenizer, safe to call from many threads at once."""
+    """Text -> ids, for one tokenizer, safe to call from many threads at once.
 
-    # Class attributes, which `RenewingBackend` (a wrapper) sets on each instance: no ClassVar.
+    Optional extras: `encode_array(text)` and `encode_batch_arrays(texts)`, the same ids as
+    `array('q')` from the backend's own buffer (`_arrays`); `auto_preference`, where "auto" tries
+    it (lower first, 50 when not declared); `preloads`, modules `tokbackend.preload()` imports.
+    """
+
+    # Instance attributes (`RenewingBackend`, a wrapper, sets them on itself), so no ClassVar.
     name: str
-    # Whether this is HuggingFace's own encoder, the reference the others are compared with
-    # (never a candidate of "auto").
-    is_reference: bool
-    # Whether text must be screened for code points on which this backend and HF diverge
-    # (see tokbackend._guard); False only for backends that are the reference itself.
-    needs_unicode_guard: bool
-    # Libraries whose versions a guard record for this backend depends on (besides tokenizers),
-    # and the name its records are filed under (the library's, whatever name it is registered as).
-    versioned_libraries: tuple[str, ...]
-    guard_family: str
-    # Whether its caches grow with every distinct text and never shrink; such a backend is
-    # served through `RenewingBackend`, which bounds them.
-    grows_without_bound: bool
-    # Optional: `auto_preference`, where "auto" tries it: lower first (fastokens 10, gigatoken 20; 50 when not declared).
-    # Optional: `preloads`, modules to import in the background from `import tokbackend`
-    # (`tokbackend._process.preload`): a library the backend's first calls would import.
+    is_reference: bool  # HuggingFace's own encoder, the one the others are compared with
+    needs_unicode_guard: bool  # text is screened for code points where it and HF diverge
+    versioned_libraries: tuple[str, ...]  # libraries (besides tokenizers) its guard records depend on
+    guard_family: str  # the name its guard records are filed under (its library's)
+    grows_without_bound: bool  # its caches never shrink: served through `RenewingBackend`
 
     def encode(self, text: str) -> list[int]:
         """Ids of one text, special/added tokens inside it matched as HuggingFace does."""
-        ...
 
     def encode_batch(self, texts: list[str]) -> list[list[int]]:
         """Ids of many texts; may use several threads."""
-        ...
 
     def stats(self) -> dict[str, Any]:
         """Backend-specific counters for `tokenizer.tokbackend.stats()`."""
-        ...
-
-    # Optional: `encode_array(text)` and `encode_batch_arrays(texts)`, the same ids as
-    # `array('q')`, built from the backend's own buffer (see tokbackend.backends._arrays).
 
     def prepare(self) -> None:
-        """Work that makes the first calls fast (a warm-up, a spare instance); run once on a
-        background thread after the lane is built and probed, so that it never delays start-up.
-        Calls may arrive before it finishes; they are exact, only slower. May do nothing."""
-        ...
+        """Work that makes the first calls fast (a warm-up, a spare instance), run once on a
+        background thread after start-up; calls meanwhile are exact, only slower. May do nothing."""
 
 
 class BackendClass(Protocol):
     """What the registry maps a name to: a class built as `Backend(tokenizer_json, options)`.
 
-    `Options` is the backend's own (frozen dataclass) options type; `options_for_scanning()`
-    gives the options of throw-away instances, such as those a guard derivation builds (whose
-    `prepare` is never called). Raise `BackendUnavailableError` for a tokenizer.json the backend cannot serve.
+    `Options` is its frozen dataclass of options; `options_for_scanning()` those of throw-away
+    instances (a guard derivation's, never prepared). It raises `BackendUnavailableError` for a
+    tokenizer.json it cannot serve.
     """
 
     Options: type

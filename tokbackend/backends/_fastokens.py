@@ -1,17 +1,9 @@
 """The fastokens backend: HF-compatible BPE in Rust with PCRE2, GIL released while it encodes.
 
-Called directly, never through `fastokens.patch_transformers()` (the process-global patch
-SGLang's and vLLM's own fastokens switches use): tokbackend's split surface decides which calls
-it answers.
-
-A single text's ids can come back two ways, and which is faster depends on the machine:
-`Encoding.ids` from `encode`, or `encode_batch_flat`'s little-endian uint32 buffer turned into
-Python ints by `array.tolist` (the flat buffer won on 16 cores, `Encoding.ids` on 1 and 2:
-bench/RESULTS.md). So a warmed backend times both on built-in text and keeps the faster
-(`stats()["fastokens_single_form"]`); both give the same ids. A batch goes through
-`encode_batch`, whose `ids` lists are cheaper to collect than slicing the flat buffer per text.
-Its memory stays bounded on its own,
-so it needs no renewal, and it works in forked children (its thread pools survive os.fork()).
+Called directly, never through its process-global `patch_transformers()`. A single text's ids
+come back faster as `Encoding.ids` on some machines and from `encode_batch_flat`'s buffer on
+others, so a warmed backend times both and keeps the faster. Its memory stays bounded, and its
+thread pools survive os.fork().
 """
 
 from __future__ import annotations
@@ -26,11 +18,11 @@ from typing import Any
 import numpy as np
 
 from tokbackend._process.exiting import exiting
-from tokbackend.backends._arrays import little_endian_uint32, split_uint32
+from tokbackend.backends._arrays import split_uint32
 from tokbackend.backends._base import import_library, loading_tokenizer_json, panics_as_errors
 from tokbackend.backends._warmup import builtin_texts
 
-# A panic inside fastokens while it encodes, as BackendPanicError (made once: it keeps no state).
+# made once: it keeps no state
 _PANICS_AS_ERRORS = panics_as_errors("fastokens")
 
 
@@ -51,7 +43,7 @@ class FastokensBackend:
     needs_unicode_guard = True  # PCRE2's Unicode tables are not HF tokenizers' either
     versioned_libraries = ("fastokens",)
     guard_family = "fastokens"
-    auto_preference = 10  # bounded memory, GIL released, the faster on 2 and 16 cores (bench/RESULTS.md)
+    auto_preference = 10  # bounded memory, GIL released, the faster in bench/backends.py's runs
     preloads = ("fastokens",)
     grows_without_bound = False
 
@@ -72,6 +64,7 @@ class FastokensBackend:
         return FastokensOptions(warm=False)
 
     def encode_batch(self, texts: list[str]) -> list[list[int]]:
+        # `encode_batch`'s ids lists are cheaper to collect than slicing the flat buffer per text
         try:
             return [encoding.ids for encoding in self._rust.encode_batch(texts)]
         except BaseException as error:
@@ -81,10 +74,9 @@ class FastokensBackend:
         return self.encode_batch_arrays([text])[0]
 
     def encode_batch_arrays(self, texts: list[str]) -> list[array.array[int]]:
-        # the flat buffer: no Python ints at all
         with _PANICS_AS_ERRORS:
             ids_buffer, offsets_buffer = self._rust.encode_batch_flat(texts)
-        return split_uint32(little_endian_uint32(ids_buffer), np.frombuffer(offsets_buffer, dtype="<u8"))
+        return split_uint32(np.frombuffer(ids_buffer, dtype="<u4"), np.frombuffer(offsets_buffer, dtype="<u8"))
 
     def stats(self) -> dict[str, Any]:
         return {"fastokens_single_form": self.single_form}

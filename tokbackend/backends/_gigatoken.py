@@ -1,13 +1,9 @@
 """The gigatoken backend: SIMD BPE encode in Rust, with a shared rayon pool for batches.
 
-Every call goes through gigatoken's batch entry point (`encode_batch_list`), also for a
-single text: that entry point borrows the Rust tokenizer shared, so any number of threads
-may encode at once, whereas gigatoken's single-text `encode` borrows it mutably and raises
-"Already borrowed" under concurrency. The result is already a list of Python ints.
-
-gigatoken 0.10.0 holds the GIL while it encodes and while it loads a vocabulary, and caches
-every distinct pretoken without bound (`grows_without_bound`: served through
-`RenewingBackend`). bench/RESULTS.md says what this costs and what gigatoken would need.
+Every call goes through the batch entry points, a single text's too: they borrow the Rust
+tokenizer shared, whereas its single-text `encode` borrows it mutably and raises "Already
+borrowed" under concurrency. gigatoken 0.10 holds the GIL while it encodes and caches every
+distinct pretoken without bound (served through `RenewingBackend`).
 """
 
 from __future__ import annotations
@@ -26,15 +22,14 @@ from tokbackend.backends._warmup import builtin_texts
 if TYPE_CHECKING:
     from gigatoken.gigatoken_rs import BPETokenizer, SentencePieceTokenizer
 
-# A panic inside gigatoken while it encodes, as BackendPanicError (made once: it keeps no state).
+# made once: it keeps no state
 _PANICS_AS_ERRORS = panics_as_errors("gigatoken")
 
 
 @dataclasses.dataclass(frozen=True)
 class GigatokenOptions:
     """warm: `prepare()` encodes ~4 MB of built-in text, so that gigatoken's thread pool and
-    per-worker state exist before the first burst of requests (on a background thread after
-    start-up; gigatoken holds the GIL meanwhile)."""
+    per-worker state exist before the first burst of requests."""
 
     warm: bool = True
 
@@ -47,12 +42,10 @@ class GigatokenBackend:
     is_reference = False
     needs_unicode_guard = True  # ICU4X's Unicode tables are newer than HF tokenizers'
     versioned_libraries = ("gigatoken",)
-    # Guard records describe the library's Unicode tables, so subclasses registered under other
-    # names share them.
+    # records describe the library's Unicode tables: subclasses under other names share them
     guard_family = "gigatoken"
     auto_preference = 20  # after fastokens: its caches need renewals and it holds the GIL
-    # the library's batch calls import awkward on their first use, and awkward's first array
-    # conversion numpy.ma: imported ahead (`tokbackend.preload`)
+    # its batch calls import awkward on first use, and awkward's first conversion numpy.ma
     preloads = ("gigatoken", "awkward", "numpy.ma")
     grows_without_bound = True
 
@@ -73,27 +66,22 @@ class GigatokenBackend:
             raise _PANICS_AS_ERRORS.converted(error) from None
 
     def encode_batch(self, texts: list[str]) -> list[list[int]]:
-        return self._call(texts, parallel=len(texts) > 1 and not in_forked_child())
+        # a forked child's rayon pool has no workers (`tokbackend._process.forking`)
+        with _PANICS_AS_ERRORS:
+            return self._rust.encode_batch_list(texts, parallel=len(texts) > 1 and not in_forked_child())
 
     def encode_array(self, text: str) -> array[int]:
-        # Not the library's single-document `encode` (a uint32 buffer too): it borrows the
-        # tokenizer mutably, and fails with "Already borrowed" while another thread's batch call
-        # runs (tests/test_concurrency.py); `encode_batch` does not.
-        return self._arrays([text], parallel=False)[0]
+        return self.encode_batch_arrays([text])[0]
 
     def encode_batch_arrays(self, texts: list[str]) -> list[array[int]]:
-        return self._arrays(texts, parallel=len(texts) > 1 and not in_forked_child())
-
-    def _arrays(self, texts: list[str], parallel: bool) -> list[array[int]]:
         with _PANICS_AS_ERRORS:
-            result = self._rust.encode_batch(texts, parallel=parallel)
+            result = self._rust.encode_batch(texts, parallel=len(texts) > 1 and not in_forked_child())
         layout = getattr(result, "layout", None)
         if layout is not None:
             # one flat uint32 buffer and its offsets (an awkward array's layout): no Python ints
             return split_uint32(np.asarray(layout.content.data), np.asarray(layout.offsets.data))
         if type(result) is list and all(type(row) is np.ndarray for row in result):
-            # where `import awkward` fails (a --no-deps install without importlib_metadata, say),
-            # gigatoken answers one uint32 array per text
+            # where `import awkward` fails, gigatoken answers one uint32 array per text
             return [widened(row) for row in result]
         raise TypeError(
             f"tokbackend: gigatoken's encode_batch returned {type(result).__name__}, neither an awkward array nor a list of "
@@ -105,8 +93,4 @@ class GigatokenBackend:
 
     def prepare(self) -> None:
         if self._warm and not in_forked_child():
-            self._call(list(builtin_texts()), parallel=True)
-
-    def _call(self, texts: list[str], parallel: bool) -> list[list[int]]:
-        with _PANICS_AS_ERRORS:
-            return self._rust.encode_batch_list(texts, parallel=parallel)
+            self.encode_batch(list(builtin_texts()))

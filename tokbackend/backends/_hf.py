@@ -1,8 +1,5 @@
-"""The reference backend: HuggingFace's own Rust tokenizer, called without the Python layers.
-
-Useful as a baseline and as the backend a deployment switches to when it wants tokbackend's
-plumbing (stats, probe, integrations) without changing the encoder.
-"""
+"""The reference backend: HuggingFace's own Rust tokenizer, called without the Python layers (a
+baseline, and tokbackend's plumbing without a change of encoder)."""
 
 from __future__ import annotations
 

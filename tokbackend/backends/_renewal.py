@@ -1,19 +1,9 @@
-"""A memory bound for any backend whose caches grow without bound: renew it, by budget.
+"""A memory bound for a backend whose caches grow without bound (gigatoken 0.10): renew it.
 
-Some libraries cache every distinct pretoken they meet and have no call to clear the cache
-(gigatoken 0.10.0: +1 GiB after 3,000 distinct random-word prompts). The caches belong to the
-library's tokenizer object and are freed with it. `RenewingBackend` adds up how much the
-process's resident memory grows *during the wrapped backend's own calls* (two reads of /proc
-per call, ~3 us; growth elsewhere in the process is not counted) and, at half of the budget,
-swaps in a spare instance built ahead of time, hands the freed memory back to the OS and builds
-the next spare on a background thread. The other half of the budget is headroom for calls in
-flight. Output never depends on the caches, only speed. The first spare is built by
-`prepare()`, on the background thread that runs once start-up is done, not during start-up.
-
-Costs: the spare's fixed footprint (~90 MiB for a 248k gigatoken vocabulary), and whatever
-building an instance costs the process: a library that holds the GIL while it loads a
-vocabulary pauses every Python thread that long, once per renewal and once after start-up
-(see bench/RESULTS.md).
+`RenewingBackend` adds up resident growth *during the wrapped backend's own calls* and, at half
+of the budget (the rest is headroom for calls in flight), swaps in a spare built ahead of time,
+whose fresh library object has empty caches, and builds the next spare in the background. Output
+never depends on the caches, only speed; the cost is the spare's footprint and its builds.
 """
 
 from __future__ import annotations
@@ -51,14 +41,9 @@ class RenewingBackend:
         self.grows_without_bound = False  # that is what this wrapper is for
         self._budget_bytes = int(budget_mib) << 20
         self._growth = 0
-        # the prepared spare instance, when there is one (append and pop are atomic: no lock)
+        # the prepared spare, when there is one (append and pop are atomic: no lock)
         self._spares: list[EncodeBackend] = []
         self.cache_renewals = 0
-
-    @property
-    def wrapped(self) -> EncodeBackend:
-        """The instance serving calls now."""
-        return self._current
 
     def encode(self, text: str) -> list[int]:
         return self._measured(lambda backend: backend.encode(text))
@@ -73,18 +58,13 @@ class RenewingBackend:
         return self._measured(lambda backend: encode_batch_arrays(backend, texts))
 
     def stats(self) -> dict[str, Any]:
-        return {
-            **self._current.stats(),
-            "cache_budget_mib": self._budget_bytes >> 20,
-            "cache_renewals": self.cache_renewals,
-        }
+        return {**self._current.stats(), "cache_budget_mib": self._budget_bytes >> 20, "cache_renewals": self.cache_renewals}
 
     def prepare(self) -> None:
-        """Prepare the serving instance, then build (and prepare) the first spare: a renewal is
-        then an instant swap, and building one, which may pause every Python thread, happens
-        after start-up rather than during it."""
+        """Prepare the serving instance, then build the first spare: a renewal is then an instant
+        swap, and building one (which may pause every Python thread) is off start-up."""
         self._current.prepare()
-        self._prepare_spare(after_renewal=False)
+        self._add_spare()
 
     def _measured(self, call: Callable[[EncodeBackend], _T]) -> _T:
         before = resident_bytes()
@@ -108,18 +88,17 @@ class RenewingBackend:
         OnItsOwnThread(self._next_spare, "tokbackend-spare")
 
     def _next_spare(self) -> None:
-        """The spare for the next renewal, on a thread nobody waits for: a failure is logged, and
-        the serving instance serves on (its caches grow until a spare exists)."""
+        """After a renewal, on a thread nobody waits for: free the old instance's memory and build
+        the next spare; a failure is logged, and the serving instance serves on meanwhile."""
+        time.sleep(0.1)  # let in-flight calls release the old instance
+        release_freed_memory()
         try:
             with panics_as_errors(self.name, "building a spare instance"):
-                self._prepare_spare(after_renewal=True)
+                self._add_spare()
         except Exception as error:  # noqa: BLE001 - reported here (a Rust panic too): nobody joins this thread
             logging.getLogger("tokbackend").warning("backend %s: building a spare instance failed: %s", self.name, error)
 
-    def _prepare_spare(self, after_renewal: bool) -> None:
-        if after_renewal:
-            time.sleep(0.1)  # let in-flight calls release the old instance
-            release_freed_memory()
+    def _add_spare(self) -> None:
         if exiting():  # nothing will serve with it (`tokbackend._process.exiting`)
             return
         spare = self._build()

@@ -9,20 +9,17 @@ from tokbackend._package_data import package_path
 
 @functools.lru_cache(maxsize=2)
 def builtin_texts(chars: int = 4_000_000, piece: int = 100_000) -> tuple[str, ...]:
-    """Real text: the Python sources of the installed transformers package (code, English
-    docstrings), read in a fixed order, cut into `piece`-character texts.
+    """Real text, the installed transformers package's Python sources in a fixed order, cut into
+    `piece`-character texts: independent of anything a user sends, so it warms, never memorizes.
 
-    A fresh backend's workers start with empty caches and cold allocators, which makes the first
-    burst of long prompts 3-4x slower than later ones; encoding this once at build time moves that
-    cost off the first requests a replica receives. The text is independent of anything a
-    benchmark or a user sends, so it warms, it does not memorize.
+    A fresh backend's first burst of long prompts is several times slower than later ones (empty
+    caches, cold allocators); encoding this once at build time moves that off the first requests.
     """
     pieces: list[str] = []
     total = 0
     for path in sorted(package_path("transformers", ".").glob("*.py")):
-        text = path.read_text(encoding="utf-8", errors="replace")
-        pieces.append(text)
-        total += len(text)
+        pieces.append(path.read_text(encoding="utf-8", errors="replace"))
+        total += len(pieces[-1])
         if total >= chars:
             break
     corpus = "".join(pieces)[:chars]
