@@ -1,15 +1,9 @@
-"""The start-up contract every server integration shares (SGLang, vLLM).
-
-- Flag values: "gigatoken" means the gigatoken backend, "tokbackend-NAME" any registered backend
-  NAME or "tokbackend-auto" (the prefix keeps them apart from the servers' own "fastokens", which
-  is fastokens' process-global patch, not this package).
-- A server process serves with the final build, made before `get_tokenizer` returns, and logs
-  one line saying what serves the tokenizer and how long the build took.
-- One build per process and tokenizer: a second load of the same tokenizer (SGLang's scheduler
-  loads one for itself and one for its model worker) shares the first one's build, as a copy
-  would (`tokbackend._tokenizer.accelerate_like`), instead of building again before /health.
-- No silent downgrade: a model the fast path cannot serve, or an error while building it, stops
-  the server with the reason, unless TOKBACKEND_ALLOW_HF_FALLBACK=1 asks to serve it with HF.
+"""The start-up contract every server integration shares (SGLang, vLLM): the flag values
+("gigatoken", "tokbackend-NAME"; the prefix keeps them apart from the servers' own "fastokens",
+fastokens' process-global patch); the final build made before `get_tokenizer` returns, with one
+log line per process; a later load of the same tokenizer in a process sharing the first one's
+build (SGLang's scheduler loads it twice); and no silent downgrade: a model the fast path cannot
+serve stops the server, unless TOKBACKEND_ALLOW_HF_FALLBACK=1 asks to serve it with HuggingFace.
 """
 
 from __future__ import annotations

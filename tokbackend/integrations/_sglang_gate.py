@@ -1,11 +1,7 @@
 """The serving gate (`tokbackend sglang-gate`): one SGLang server with `--tokenizer-backend`
-against one without, the same requests to both, and the answers compared.
-
-Both get greedy `/generate` calls (long prompts, added tokens inside text, the harness's pinned
-inputs, the boot probe's edge strings; also streamed), chats with tools and `<think>`, and a
-JSON-schema completion. The prompt and output ids, logprobs, streamed text and `prompt_tokens`
-must match, and a server started here must log tokbackend's start-up line in each process that
-tokenizes. `tokbackend sglang-gate --help` lists the exit codes.
+against one without, the same greedy, streamed, chat and JSON-schema requests to both, and the
+answers compared (ids, logprobs, text, `prompt_tokens`), with tokbackend's start-up line in each
+tokenizing process of a server started here. `tokbackend sglang-gate --help` lists the exit codes.
 """
 
 from __future__ import annotations

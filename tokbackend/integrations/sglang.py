@@ -1,21 +1,13 @@
 """SGLang plugin: `--tokenizer-backend gigatoken` (or `tokbackend-NAME`) on a stock SGLang server.
 
-Registered under SGLang's entry-point group `sglang.srt.plugins`, so SGLang runs `register()` in
-every process that calls `load_plugins()`. Works on SGLang 0.5.13 to 0.5.23. `register()` hooks:
-
-- `ServerArgs.add_cli_args`: our values join the choices of `--tokenizer-backend` on the parser,
-  where every release ends up with them (SGLang's own "fastokens", its global patch, stays);
-- `get_tokenizer` and `get_processor`: with one of our values, HuggingFace's tokenizer loaded
-  as usual, then `tokbackend.accelerate()` of it, one log line per process;
-- `TokenizerManager._tokenize_texts`: ids as `array("q")`, which SGLang makes of them anyway;
-- multi-tokenizer HTTP workers (`--tokenizer-worker-num > 1`), started without `load_plugins()`,
-  load `tokbackend.integrations.sglang_app`, which calls it (`SGLANG_HTTP_SERVER_APP_PATH`, and
-  `uvicorn.run` where the app path is a literal).
-
-Each hook is registered on its own, so one that fails (a release that moved a function) is
-logged and leaves the others. A model the fast path cannot serve stops start-up
-(`tokbackend.integrations._common`). No hook reaches SGLANG_RUST_SERVER=1, which tokenizes in
-Rust (the plugin warns), nor, before 0.5.23, Granian workers (`--enable-http2`): docs/sglang.md.
+SGLang (0.5.13 to 0.5.23) runs `register()`, its `sglang.srt.plugins` entry point, in every
+process that calls `load_plugins()`. It hooks the flag's choices, `get_tokenizer` and
+`get_processor` (HF's tokenizer loaded as usual, then accelerated under the servers' start-up
+contract, `integrations._common`) and the tokenizer manager's ids, and points multi-tokenizer
+HTTP workers, which SGLang starts without `load_plugins()`, at `integrations.sglang_app`. Each
+hook is registered on its own: one that fails (a release that moved a function) is logged and
+leaves the others. No hook reaches SGLANG_RUST_SERVER=1, which tokenizes in Rust (the plugin
+warns), nor, before 0.5.23, Granian workers (`--enable-http2`): docs/sglang.md.
 """
 
 from __future__ import annotations
@@ -79,7 +71,8 @@ def register() -> None:
 
 
 def _around_add_cli_args(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """Add our values to the choices of `--tokenizer-backend` on the parser SGLang just built."""
+    """Add our values to the choices of `--tokenizer-backend` on the parser SGLang just built: the
+    one place every release's choices end up (a literal list, or rebuilt from annotations)."""
     result = original(*args, **kwargs)
     parser = kwargs.get("parser") or next((arg for arg in args if isinstance(arg, argparse.ArgumentParser)), None)
     for action in [] if parser is None else parser._actions:
@@ -110,6 +103,7 @@ async def _around_tokenize_texts(original: Callable[..., Any], manager: Any, *ar
 
 
 def _around_get_tokenizer(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """With one of our flag values: HuggingFace's tokenizer, loaded as SGLang loads it, accelerated."""
     flag = kwargs.get("tokenizer_backend", "")
     if backend_for_flag(flag) is None:
         return original(*args, **kwargs)
@@ -120,6 +114,7 @@ def _around_get_tokenizer(original: Callable[..., Any], *args: Any, **kwargs: An
 
 
 def _around_get_processor(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """With one of our flag values: HuggingFace's processor with its tokenizer accelerated."""
     flag = kwargs.get("tokenizer_backend", "")
     if backend_for_flag(flag) is None:
         return original(*args, **kwargs)
