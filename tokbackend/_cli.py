@@ -1,13 +1,14 @@
-"""The `tokbackend` command line: `tokbackend verify <model>` (the pre-deploy gate)."""
+"""The `tokbackend` command line: `verify` (the pre-deploy gate), `guard` (a model's guard records,
+derived ahead of time) and `sglang-gate` (a live SGLang server with the flag against one without)."""
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import importlib.util
 import json
 import logging
 import sys
+from types import MappingProxyType
 
 from tokbackend import __version__
 from tokbackend._guard.records import BAKED_RECORDS_ENV
@@ -24,8 +25,11 @@ from tokbackend._verify import (
 from tokbackend._wording import counted
 from tokbackend.integrations._common import DEFAULT_FLAG_VALUE, flag_values
 
-# What `tokbackend verify` cannot run without (the grammar gate's xgrammar is checked in its step).
-VERIFY_MODULES = ("hypothesis", "faker", "regex", "tqdm")
+# What each command cannot run without, all in the [verify] extra (the grammar gate's xgrammar is
+# checked in its step).
+NEEDED_MODULES = MappingProxyType(
+    {"verify": ("hypothesis", "faker", "regex", "tqdm"), "sglang-gate": ("jsonschema", "faker", "hypothesis")}
+)
 
 
 def verify_epilog() -> str:
@@ -41,6 +45,7 @@ def verify_epilog() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The `tokbackend` parser: `verify`, `guard` and `sglang-gate`."""
     from tokbackend._routing import backend_choices
 
     parser = argparse.ArgumentParser(prog="tokbackend", description="Fast, exact tokenizer backends for serving stacks.")
@@ -156,18 +161,32 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     if arguments.command == "guard":
         return derive_guard(arguments.model, arguments.backend, arguments.output, arguments.full)
-    if arguments.command == "sglang-gate":
-        return sglang_gate(arguments)
-    missing = [module for module in VERIFY_MODULES if importlib.util.find_spec(module) is None]
+    missing = [module for module in NEEDED_MODULES[arguments.command] if importlib.util.find_spec(module) is None]
     if missing:
         print(
-            f"tokbackend verify needs the [verify] extra (missing: {', '.join(missing)}): pip install 'tokbackend[verify]'",
+            f"tokbackend {arguments.command} needs the [verify] extra (missing: {', '.join(missing)}): "
+            "pip install 'tokbackend[verify]'",
             file=sys.stderr,
         )
         return EXIT_MISSING_TOOLS
-    _hypothesis_storage_in_our_cache()
+    return verify(arguments) if arguments.command == "verify" else sglang_gate(arguments)
+
+
+def verify(arguments: argparse.Namespace) -> int:
+    """`tokbackend verify`: the report as a table (and as JSON where asked for), and its exit code."""
+    import os
+
+    from hypothesis.configuration import set_hypothesis_home_dir
+    from tqdm.contrib.logging import logging_redirect_tqdm
+
+    from tokbackend._cache_dir import cache_dir
+
+    # Hypothesis keeps its storage (a Unicode table) under the working directory unless told
+    # otherwise: a verify run leaves the user's directory as it was.
+    if not os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
+        set_hypothesis_home_dir(cache_dir() / "hypothesis")
     try:
-        with _logs_beside_progress_bars():
+        with logging_redirect_tqdm():  # log lines above the progress bars, not through them
             report = verify_model(
                 arguments.model,
                 backend=arguments.backend,
@@ -194,28 +213,6 @@ def subcommand_parser(parser: argparse.ArgumentParser, command: str) -> argparse
     commands: argparse._SubParsersAction[argparse.ArgumentParser]
     [commands] = [action for action in parser._actions if isinstance(action, argparse._SubParsersAction)]
     return commands.choices[command]
-
-
-def _logs_beside_progress_bars() -> contextlib.AbstractContextManager[None]:
-    """Log lines printed above tqdm's bars instead of through them."""
-    from tqdm.contrib.logging import logging_redirect_tqdm
-
-    redirect: contextlib.AbstractContextManager[None] = logging_redirect_tqdm()
-    return redirect  # the root logger's console handler, which basicConfig set up
-
-
-def _hypothesis_storage_in_our_cache() -> None:
-    """Hypothesis keeps its storage (a Unicode table it caches) in `.hypothesis/` under the
-    working directory unless told otherwise: a verify run must leave the user's directory as it
-    was. Its examples database is off in every profile (`equivalence.strategies`)."""
-    import os
-
-    from hypothesis.configuration import set_hypothesis_home_dir
-
-    from tokbackend._cache_dir import cache_dir
-
-    if not os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
-        set_hypothesis_home_dir(cache_dir() / "hypothesis")
 
 
 def parse_steps(text: str) -> set[str]:
@@ -270,10 +267,9 @@ def derive_guard(model: str, backend_name: str, output: str | None, full: bool =
     backends = candidates() if backend_name == AUTO else [backend_name]
     directory = Path(output) if output else cache_dir() / "guards"
 
-    def progress(name: str, step: str) -> None:
-        _progress_line(f"  {name}: {step}")
-
-    for derived in derive_records(tokenizer_json, backends, directory, full, progress):
+    for derived in derive_records(
+        tokenizer_json, backends, directory, full, lambda name, step: _progress_line(f"  {name}: {step}")
+    ):
         _progress_line("")
         name, record, guard = derived.backend, derived.record, derived.guard
         if derived.problem is not None:
@@ -295,12 +291,9 @@ def sglang_gate(arguments: argparse.Namespace) -> int:
     from pathlib import Path
 
     import tokbackend
+    from equivalence.corpus import prompt_of_tokens
     from tokbackend.integrations import _sglang_gate as gate
 
-    missing = [module for module in ("jsonschema", "faker", "hypothesis") if importlib.util.find_spec(module) is None]
-    if missing:
-        print(f"tokbackend sglang-gate needs {', '.join(missing)}: pip install 'tokbackend[verify]'", file=sys.stderr)
-        return EXIT_MISSING_TOOLS
     hf = tokbackend.load_hf(arguments.model_path)
     added = [str(token) for token in hf.added_tokens_decoder.values()]
 
@@ -308,31 +301,18 @@ def sglang_gate(arguments: argparse.Namespace) -> int:
         return len(hf.backend_tokenizer.encode(text).ids)
 
     prompts = gate.probes(count, added, tuple(arguments.long))
-    common = [
-        "--model-path",
-        arguments.model_path,
-        "--port",
-        str(arguments.port),
-        *[a for a in arguments.server_args if a != "--"],
-    ]
-    url = f"http://127.0.0.1:{arguments.port}"
-    logs = Path(arguments.log_dir)
-    reference = gate.Server(
-        "without the flag",
-        arguments.reference_url or url,
-        None if arguments.reference_url else common,
-        logs / "server-reference.log",
-    )
-    candidate_arguments = None if arguments.candidate_url else [*common, "--tokenizer-backend", arguments.flag]
-    candidate = gate.Server(
-        f"--tokenizer-backend {arguments.flag}",
-        arguments.candidate_url or url,
-        candidate_arguments,
-        logs / "server-candidate.log",
-    )
-    from equivalence.corpus import prompt_of_tokens
-
     timed = [prompt_of_tokens(count, 9_000 + index, max(arguments.long, default=32000)) for index in range(arguments.timed)]
+    server_args = [argument for argument in arguments.server_args if argument != "--"]
+    common = ["--model-path", arguments.model_path, "--port", str(arguments.port), *server_args]
+    flag = ["--tokenizer-backend", arguments.flag]
+    url = f"http://127.0.0.1:{arguments.port}"
+    reference, candidate = (
+        gate.Server(name, given or url, None if given else command, Path(arguments.log_dir) / f"server-{role}.log")
+        for name, role, given, command in (
+            ("without the flag", "reference", arguments.reference_url, common),
+            (" ".join(flag), "candidate", arguments.candidate_url, [*common, *flag]),
+        )
+    )
     exit_code, report = gate.run_gate(
         reference, candidate, prompts, gate.chats(added), timeout=arguments.timeout, timed_prompts=timed
     )

@@ -1,32 +1,13 @@
 """SGLang plugin: `--tokenizer-backend gigatoken` (or `tokbackend-NAME`) on a stock SGLang server.
 
-Registered under SGLang's entry-point group `sglang.srt.plugins`, so SGLang runs `register()`
-through `load_plugins()` in every process that calls it (the launcher and `sglang serve` before
-they parse arguments, `sgl.Engine`, the scheduler; from 0.5.22 the detokenizer and the
-data-parallel controller too). Works on SGLang 0.5.13 to 0.5.23 (the releases with its plugin
-system, 0.5.11 on, that run on the torch versions users have). `register()`:
-
-- adds "gigatoken", "tokbackend-auto" and "tokbackend-NAME" for every registered backend to the
-  choices of `--tokenizer-backend` (SGLang's own "fastokens", its global patch, is left alone),
-  through a hook around `ServerArgs.add_cli_args`: the parser is where the choices end up in
-  every release (0.5.13 writes them as a literal list, 0.5.14-0.5.19 rebuild them from
-  annotations on every call, 0.5.20 on evaluate them once);
-- wraps `get_tokenizer` and `get_processor` (SGLang's hook registry patches every module that
-  imported them): with one of those values they load the HuggingFace tokenizer as
-  usual and return `tokbackend.accelerate()` of it, logging one line per process;
-- around `TokenizerManager._tokenize_texts`, whose ids SGLang turns into `array("q")` for the
-  scheduler, asks the accelerated tokenizer for such arrays directly (`tokbackend.ids_as_arrays`);
-- points multi-tokenizer HTTP workers (`--tokenizer-worker-num > 1`), which SGLang starts
-  without calling `load_plugins()`, at `tokbackend.integrations.sglang_app`, which calls it
-  before loading SGLang's app: through `SGLANG_HTTP_SERVER_APP_PATH` (0.5.23) and a hook around
-  `uvicorn.run` (before it, where the app path is a literal).
-
-Each step is registered on its own: one that fails (a release that moved a function) is logged
-and leaves the others in place. A model the fast path cannot serve fails at start-up with the
-reason; set TOKBACKEND_ALLOW_HF_FALLBACK=1 to serve it with HuggingFace instead (logged; see
-`tokbackend.integrations._common`). With SGLANG_RUST_SERVER=1 SGLang tokenizes in Rust, where no
-Python hook applies (the plugin warns); before 0.5.23, Granian workers (`--enable-http2`) load
-SGLang's app by a path no hook reaches, and stay on HuggingFace (docs/sglang.md).
+SGLang (0.5.13 to 0.5.23) runs `register()`, its `sglang.srt.plugins` entry point, in every
+process that calls `load_plugins()`. It hooks the flag's choices, `get_tokenizer` and
+`get_processor` (HF's tokenizer loaded as usual, then accelerated under the servers' start-up
+contract, `integrations._common`) and the tokenizer manager's ids, and points multi-tokenizer
+HTTP workers, which SGLang starts without `load_plugins()`, at `integrations.sglang_app`. Each
+hook is registered on its own: one that fails (a release that moved a function) is logged and
+leaves the others. No hook reaches SGLANG_RUST_SERVER=1, which tokenizes in Rust (the plugin
+warns), nor, before 0.5.23, Granian workers (`--enable-http2`): docs/sglang.md.
 """
 
 from __future__ import annotations
@@ -35,7 +16,6 @@ import argparse
 import logging
 import os
 from collections.abc import Callable
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import tokbackend
@@ -52,15 +32,6 @@ LEGACY_ALLOW_FALLBACK_ENV = "TOKBACKEND_SGLANG_ALLOW_HF_FALLBACK"
 APP_PATH_ENV = "SGLANG_HTTP_SERVER_APP_PATH"
 SGLANG_DEFAULT_APP_PATH = "sglang.srt.entrypoints.http_server:app"
 TOKBACKEND_APP_PATH = "tokbackend.integrations.sglang_app:app"
-TARGETS = MappingProxyType(
-    {
-        "add_cli_args": "sglang.srt.server_args.ServerArgs.add_cli_args",
-        "get_tokenizer": "sglang.srt.utils.hf_transformers.tokenizer.get_tokenizer",
-        "get_processor": "sglang.srt.utils.hf_transformers.processor.get_processor",
-        "uvicorn_run": "uvicorn.run",
-        "tokenize_texts": "sglang.srt.managers.tokenizer_manager.TokenizerManager._tokenize_texts",
-    }
-)
 
 
 def register() -> None:
@@ -71,22 +42,17 @@ def register() -> None:
     tokbackend.preload()
 
     hooks = {
-        "add_cli_args": _around_add_cli_args,
-        "get_tokenizer": _around_get_tokenizer,
-        "get_processor": _around_get_processor,
-        "uvicorn_run": _around_uvicorn_run,
-        "tokenize_texts": _around_tokenize_texts,
+        "sglang.srt.server_args.ServerArgs.add_cli_args": _around_add_cli_args,
+        "sglang.srt.utils.hf_transformers.tokenizer.get_tokenizer": _around_get_tokenizer,
+        "sglang.srt.utils.hf_transformers.processor.get_processor": _around_get_processor,
+        "uvicorn.run": _around_uvicorn_run,
+        "sglang.srt.managers.tokenizer_manager.TokenizerManager._tokenize_texts": _around_tokenize_texts,
     }
-    for name, hook in hooks.items():
+    for target, hook in hooks.items():
         try:
-            HookRegistry.register(TARGETS[name], hook, HookType.AROUND)
+            HookRegistry.register(target, hook, HookType.AROUND)
         except Exception as error:  # one missing target must not take the other hooks with it
-            logger.error(
-                "tokbackend: could not hook %s (%s); --tokenizer-backend %s may not apply there",
-                TARGETS[name],
-                error,
-                DEFAULT_FLAG_VALUE,
-            )
+            logger.error("tokbackend: could not hook %s (%s); --tokenizer-backend gigatoken may not apply there", target, error)
     app_path = os.environ.get(APP_PATH_ENV)
     if app_path in (None, SGLANG_DEFAULT_APP_PATH):
         os.environ[APP_PATH_ENV] = TOKBACKEND_APP_PATH
@@ -105,7 +71,8 @@ def register() -> None:
 
 
 def _around_add_cli_args(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """Add our values to the choices of `--tokenizer-backend` on the parser SGLang just built."""
+    """Add our values to the choices of `--tokenizer-backend` on the parser SGLang just built: the
+    one place every release's choices end up (a literal list, or rebuilt from annotations)."""
     result = original(*args, **kwargs)
     parser = kwargs.get("parser") or next((arg for arg in args if isinstance(arg, argparse.ArgumentParser)), None)
     for action in [] if parser is None else parser._actions:
@@ -136,6 +103,7 @@ async def _around_tokenize_texts(original: Callable[..., Any], manager: Any, *ar
 
 
 def _around_get_tokenizer(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """With one of our flag values: HuggingFace's tokenizer, loaded as SGLang loads it, accelerated."""
     flag = kwargs.get("tokenizer_backend", "")
     if backend_for_flag(flag) is None:
         return original(*args, **kwargs)
@@ -146,6 +114,7 @@ def _around_get_tokenizer(original: Callable[..., Any], *args: Any, **kwargs: An
 
 
 def _around_get_processor(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """With one of our flag values: HuggingFace's processor with its tokenizer accelerated."""
     flag = kwargs.get("tokenizer_backend", "")
     if backend_for_flag(flag) is None:
         return original(*args, **kwargs)

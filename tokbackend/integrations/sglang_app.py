@@ -1,9 +1,5 @@
-"""The HTTP app for SGLang's multi-tokenizer workers, with SGLang's plugins loaded first.
-
-SGLang starts `--tokenizer-worker-num > 1` workers by app path without calling
-`load_plugins()` in them; the tokbackend plugin points that path here so the workers'
-tokenizers are accelerated like every other process's.
-"""
+"""SGLang's HTTP app with its plugins loaded first: the app path the tokbackend plugin gives
+multi-tokenizer workers, which SGLang starts without calling `load_plugins()`."""
 
 from sglang.srt.plugins import load_plugins
 

@@ -1,27 +1,18 @@
 """vLLM plugin: `--tokenizer-mode gigatoken` (or `tokbackend-NAME`) on a stock vLLM server.
 
 Registered under vLLM's entry-point group `vllm.general_plugins`, which vLLM loads in every
-process it starts (the API servers, also the spawned ones of `--api-server-count` > 1, the engine
-core before its StructuredOutputManager, the workers). `register()` adds, for each of our flag
-values (`integrations._common.flag_values()`):
-
-- a tokenizer mode (`TokenizerRegistry.register`): vLLM's own HF loading (`CachedHfTokenizer`,
-  which adds the cached properties vLLM reads, such as `max_token_id`), then
-  `tokbackend.accelerate()` under the servers' start-up contract: one log line per process, no
-  silent downgrade, `TOKBACKEND_ALLOW_HF_FALLBACK=1` to serve with HuggingFace instead;
-- the HF renderer for that mode (vLLM looks the renderer up by the tokenizer mode).
-
-vLLM's `--tokenizer-mode` accepts any string and fails only when the tokenizer is loaded; a
-near-miss of one of our values (`gigatokn`) fails there with the values we register. vLLM's own
-`VLLM_USE_FASTOKENS` (fastokens' process-global patch) is a different thing from
-`--tokenizer-mode tokbackend-fastokens` and should not be combined with it.
+process it starts. `register()` adds, for each of our flag values, a tokenizer mode (vLLM's own
+HF loading, `CachedHfTokenizer`, then `tokbackend.accelerate()` under the servers' start-up
+contract, `tokbackend.integrations._common`) and the HF renderer for that mode. vLLM accepts any
+string as a mode, so a near-miss (`gigatokn`) fails at load with the modes we register. vLLM's
+own `VLLM_USE_FASTOKENS` (fastokens' process-global patch) is not `tokbackend-fastokens`: do
+not combine them.
 """
 
 from __future__ import annotations
 
 import difflib
 import functools
-import logging
 import os
 from typing import TYPE_CHECKING, Any
 
@@ -30,8 +21,6 @@ from tokbackend.integrations._common import accelerate_for_server, flag_values
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
-
-logger = logging.getLogger("tokbackend")
 
 RENDERER = ("vllm.renderers.hf", "HfRenderer")
 _CLASS_PREFIX = "TokbackendTokenizer_"
