@@ -15,6 +15,7 @@ from tokbackend._guard import DerivationBudget, GuardSettings
 from tokbackend._options import AccelerationOptions
 from tokbackend._policy import FallbackReason
 from tokbackend._state import AccelerationState
+from tokbackend._stats import Stats
 from tokbackend._version import VERSION as __version__
 from tokbackend.backends import BackendUnavailableError, EncodeBackend, available_backends, register_backend
 
@@ -80,6 +81,7 @@ __all__ = [
     "GuardSettings",
     "ModelFilesError",
     "ModelNotFoundError",
+    "Stats",
     "__version__",
     "accelerate",
     "available_backends",
