@@ -1,9 +1,5 @@
-"""`auto`'s choices, remembered on disk per model, library versions and candidates, so the other
-processes of a server, and later starts, try the chosen backend first and build nothing else.
-
-The file is shared by every process of this user whose cache directory it is, in any venv with
-the same library versions. Each choice names the process that wrote it, so a routing reason can
-say where a choice came from (`described`)."""
+"""`auto`'s choices, remembered on disk per model, library versions and candidates, in one file
+shared by this user's processes; each choice names the process that wrote it (`described`)."""
 
 from __future__ import annotations
 
