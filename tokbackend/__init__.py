@@ -39,6 +39,7 @@ _ON_FIRST_USE = MappingProxyType(
 
 
 def __getattr__(name: str) -> Any:
+    """Import what `_ON_FIRST_USE` names when it is first read."""
     if name in {"_loading", "_tokenizer"}:  # `tokbackend._loading.resolve_model` after `import tokbackend`
         return importlib.import_module(f"tokbackend.{name}")
     if name not in _ON_FIRST_USE:
@@ -49,17 +50,15 @@ def __getattr__(name: str) -> Any:
 
 
 def preload() -> None:
-    """Import, on a background thread, what the first `accelerate()` would import: the backends'
-    libraries (awkward alone takes 0.1-0.3 s of a 2-core machine), a guard derivation, auto's
-    routing, the library versions guard records name. Returns at once; for a process with other
-    start-up work to do meanwhile (the SGLang and vLLM plugins call it). A fork waits for it.
+    """Import, on a background thread, what the first `accelerate()` would import (the backends'
+    libraries, a guard derivation, auto's routing), for a process with other start-up work to do
+    meanwhile (the SGLang and vLLM plugins call it). Returns at once; a fork waits for it.
     `import tokbackend` itself starts no thread. Off with TOKBACKEND_PRELOAD=0."""
     _preload.start(then=_first_build_imports)
 
 
 def _first_build_imports() -> None:
-    """What the first `accelerate()` imports or reads lazily (~15 ms on 2 cores): a guard
-    derivation, auto's routing, and the library versions guard records name."""
+    """What the first `accelerate()` imports or reads lazily, besides the backends' libraries."""
     import tokbackend._guard.derive  # noqa: F401
     import tokbackend._routing.auto  # noqa: F401
     from tokbackend._guard import guard_versions

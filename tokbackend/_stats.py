@@ -19,10 +19,9 @@ logger = logging.getLogger("tokbackend")
 class AccelerationStats:
     """Thread-safe counters; the first hand-over of each reason is logged.
 
-    The fast path takes no lock: each thread counts its answered calls in cells of its own (only
-    it writes them), which `snapshot()` sums. A thread's first call registers its cells, under
-    the lock, and folds those of threads that have ended into `_ended`, so the cells kept are
-    those of live threads."""
+    The fast path takes no lock: each thread counts in cells of its own, which `snapshot()`
+    sums. A thread's first call registers its cells under the lock and folds those of ended
+    threads into `_ended`."""
 
     def __init__(self) -> None:
         self._lock = fork_safe_lock(self, "_lock")
@@ -96,10 +95,9 @@ class AccelerationStats:
 class Stats(Mapping[str, Any]):
     """What serves a tokenizer and what it answered: `tokenizer.tokbackend.stats()`.
 
-    Read-only (assigning an attribute raises `dataclasses.FrozenInstanceError`) and a mapping
-    too, so `stats["fast_texts"]` and `stats.get("cache_renewals")` read the same values as the
-    attributes; the backend's own counters (`cache_renewals`, ...) are reachable by key only.
-    `as_dict()` is a plain dict, for `json.dumps`.
+    Read-only (assignment raises) and a mapping too: `stats["fast_texts"]` is `stats.fast_texts`,
+    and the backend's own counters (`cache_renewals`, ...) are read by key. `as_dict()` is a
+    plain dict, for `json.dumps`.
 
     >>> stats = tokenizer.tokbackend.stats()  # doctest: +SKIP
     >>> stats.backend, stats.backend_option, stats["fast_texts"]  # doctest: +SKIP
@@ -134,7 +132,7 @@ class Stats(Mapping[str, Any]):
         yield from (key for key in self.backend_stats if key not in _STATS_FIELDS)
 
     def __len__(self) -> int:
-        return sum(1 for _ in self)
+        return len(set(_STATS_FIELDS) | self.backend_stats.keys())
 
     def as_dict(self) -> dict[str, Any]:
         """Every key and value as a plain dict (for `json.dumps`)."""
