@@ -26,14 +26,8 @@ from tokbackend._process import preload as _preload  # isort: skip
 # has a HuggingFace tokenizer, so transformers is imported already.
 _ON_FIRST_USE = MappingProxyType(
     {
-        "DEFAULT_MODEL": "tokbackend._loading",
-        "ModelFilesError": "tokbackend._loading",
-        "ModelNotFoundError": "tokbackend._loading",
-        "load": "tokbackend._loading",
-        "load_hf": "tokbackend._loading",
-        "AcceleratedTokenizerMixin": "tokbackend._tokenizer",
-        "accelerate": "tokbackend._tokenizer",
-        "ids_as_arrays": "tokbackend._tokenizer",
+        **dict.fromkeys(("DEFAULT_MODEL", "ModelFilesError", "ModelNotFoundError", "load", "load_hf"), "tokbackend._loading"),
+        **dict.fromkeys(("AcceleratedTokenizerMixin", "accelerate", "ids_as_arrays"), "tokbackend._tokenizer"),
     }
 )
 

@@ -82,19 +82,14 @@ class ProbeResult:
     mismatch: ProbeMismatch | None
 
 
-def probe_strings(added_tokens: list[str]) -> list[str]:
-    """The edge strings plus every added token alone, glued to text and amid spaces and newlines."""
-    strings = list(EDGE_STRINGS)
-    for token in added_tokens:
-        strings.extend((token, f"a{token}b", f" {token} ", f"x\n{token}\n\ny", f"{token}{token}", token[:-1]))
-    return strings
-
-
 def run_probe(backend: EncodeBackend, reference: Reference, guard: UnicodeGuard) -> ProbeResult:
-    """Compare `backend` with HuggingFace (`reference.hf_ids`) on `probe_strings`, leaving
-    out strings the Unicode guard sends to HuggingFace anyway."""
-    strings = [text for text in probe_strings(reference.added_tokens()) if not guard.needs_hf(text)]
-    return _compared(backend, strings, reference.hf_ids)
+    """Compare `backend` with HuggingFace (`reference.hf_ids`) on the edge strings and every added
+    token alone, glued to text and amid spaces and newlines, leaving out strings the Unicode
+    guard sends to HuggingFace anyway."""
+    strings = list(EDGE_STRINGS)
+    for token in reference.added_tokens():
+        strings.extend((token, f"a{token}b", f" {token} ", f"x\n{token}\n\ny", f"{token}{token}", token[:-1]))
+    return _compared(backend, [text for text in strings if not guard.needs_hf(text)], reference.hf_ids)
 
 
 def ascii_probe(backend: EncodeBackend, hf_ids: Callable[[list[str]], list[list[int]]]) -> ProbeResult:

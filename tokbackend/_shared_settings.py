@@ -91,20 +91,15 @@ class SettingsGate:
         call leaves the settings as HF's last user-visible call left them; a user's call leaves
         its own, as HF's does. A thread already inside (HF's call re-entering) just runs."""
         depth = getattr(self._owners, "depth", 0)
-        if depth:
-            self._owners.depth = depth + 1
-            try:
-                yield
-            finally:
-                self._owners.depth = depth
-            return
-        self._enter(rust, key, internal)
-        self._owners.depth = 1
+        if not depth:
+            self._enter(rust, key, internal)
+        self._owners.depth = depth + 1
         try:
             yield
         finally:
-            self._owners.depth = 0
-            self._leave(rust)
+            self._owners.depth = depth
+            if not depth:
+                self._leave(rust)
 
     def settle(self, rust: Any) -> None:
         """Apply the settings HF would show now (before anything reads them)."""
