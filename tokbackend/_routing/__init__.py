@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tokbackend._guard import GuardUnavailableError
-from tokbackend._routing.lanes import FEW_TEXTS, Lane, NoExactBackend, Routing, Shortfall, build_lane, probe_lane
-from tokbackend._routing.names import AUTO, backend_choices, check_backend_name
+from tokbackend._routing.lanes import NoExactBackend, Routing, Shortfall, build_lane, probe_lane
+from tokbackend._routing.names import AUTO, backend_choices
 from tokbackend.backends import BackendUnavailableError
 
 if TYPE_CHECKING:
@@ -41,15 +41,4 @@ def build_routing(reference: Reference, tokenizer_json: str, options: Accelerati
     return routing, seconds
 
 
-__all__ = [
-    "AUTO",
-    "FEW_TEXTS",
-    "Lane",
-    "NoExactBackend",
-    "Routing",
-    "Shortfall",
-    "backend_choices",
-    "build_lane",
-    "build_routing",
-    "check_backend_name",
-]
+__all__ = ["AUTO", "NoExactBackend", "Routing", "Shortfall", "backend_choices", "build_routing"]
