@@ -45,6 +45,24 @@ def test_hf_backend_is_exact(hf_tokenizer):
     assert fast.tokbackend.stats()["fast_texts"] == 1
 
 
+def test_stats_is_a_read_only_typed_view_that_reads_as_a_mapping(fast_tokenizer):
+    import dataclasses
+
+    fast_tokenizer.encode("Hello")
+    stats = fast_tokenizer.tokbackend.stats()
+    assert isinstance(stats, tokbackend.Stats) and "Stats" in tokbackend.__all__
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        stats.fast_texts = 0
+    with pytest.raises(TypeError):
+        stats["fast_texts"] = 0
+    fields = [field.name for field in dataclasses.fields(stats) if field.name != "backend_stats"]
+    assert all(getattr(stats, name) == stats[name] == stats.get(name) for name in fields)
+    assert set(fields) | set(stats.backend_stats) == set(stats) and stats.backend == stats.routing["backend"]
+    assert stats.fast_texts >= 1 and stats.get("no such key", "absent") == "absent"
+    plain = stats.as_dict()
+    assert type(plain) is dict and plain == dict(stats) and json.loads(json.dumps(plain)) == plain
+
+
 def test_slow_or_foreign_objects_are_refused():
     with pytest.raises(TypeError, match="transformers tokenizer"):
         tokbackend.accelerate("qwen3")

@@ -15,6 +15,7 @@ from tokbackend._guard import DerivationBudget, GuardSettings
 from tokbackend._options import AccelerationOptions
 from tokbackend._policy import FallbackReason
 from tokbackend._state import AccelerationState
+from tokbackend._stats import Stats
 from tokbackend._version import VERSION as __version__
 from tokbackend.backends import BackendUnavailableError, EncodeBackend, available_backends, register_backend
 
@@ -25,19 +26,14 @@ from tokbackend._process import preload as _preload  # isort: skip
 # has a HuggingFace tokenizer, so transformers is imported already.
 _ON_FIRST_USE = MappingProxyType(
     {
-        "DEFAULT_MODEL": "tokbackend._loading",
-        "ModelFilesError": "tokbackend._loading",
-        "ModelNotFoundError": "tokbackend._loading",
-        "load": "tokbackend._loading",
-        "load_hf": "tokbackend._loading",
-        "AcceleratedTokenizerMixin": "tokbackend._tokenizer",
-        "accelerate": "tokbackend._tokenizer",
-        "ids_as_arrays": "tokbackend._tokenizer",
+        **dict.fromkeys(("DEFAULT_MODEL", "ModelFilesError", "ModelNotFoundError", "load", "load_hf"), "tokbackend._loading"),
+        **dict.fromkeys(("AcceleratedTokenizerMixin", "accelerate", "ids_as_arrays"), "tokbackend._tokenizer"),
     }
 )
 
 
 def __getattr__(name: str) -> Any:
+    """Import what `_ON_FIRST_USE` names when it is first read."""
     if name in {"_loading", "_tokenizer"}:  # `tokbackend._loading.resolve_model` after `import tokbackend`
         return importlib.import_module(f"tokbackend.{name}")
     if name not in _ON_FIRST_USE:
@@ -48,17 +44,15 @@ def __getattr__(name: str) -> Any:
 
 
 def preload() -> None:
-    """Import, on a background thread, what the first `accelerate()` would import: the backends'
-    libraries (awkward alone takes 0.1-0.3 s of a 2-core machine), a guard derivation, auto's
-    routing, the library versions guard records name. Returns at once; for a process with other
-    start-up work to do meanwhile (the SGLang and vLLM plugins call it). A fork waits for it.
+    """Import, on a background thread, what the first `accelerate()` would import (the backends'
+    libraries, a guard derivation, auto's routing), for a process with other start-up work to do
+    meanwhile (the SGLang and vLLM plugins call it). Returns at once; a fork waits for it.
     `import tokbackend` itself starts no thread. Off with TOKBACKEND_PRELOAD=0."""
     _preload.start(then=_first_build_imports)
 
 
 def _first_build_imports() -> None:
-    """What the first `accelerate()` imports or reads lazily (~15 ms on 2 cores): a guard
-    derivation, auto's routing, and the library versions guard records name."""
+    """What the first `accelerate()` imports or reads lazily, besides the backends' libraries."""
     import tokbackend._guard.derive  # noqa: F401
     import tokbackend._routing.auto  # noqa: F401
     from tokbackend._guard import guard_versions
@@ -80,6 +74,7 @@ __all__ = [
     "GuardSettings",
     "ModelFilesError",
     "ModelNotFoundError",
+    "Stats",
     "__version__",
     "accelerate",
     "available_backends",

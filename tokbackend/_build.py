@@ -1,21 +1,8 @@
 """One build of the fast path for a tokenizer's current state, made in one go and never changed.
 
-A `Build` holds everything `AccelerationState.answer` reads: the routing (or why the fast path
-is off), the special-token affixes, the segment cache, and the content of the tokenizer state it
-was built for (`Reference.content`). `accelerate()` returns once its build is made: the backend
-loaded, its exact guard found or derived, the boot probe passed. A rebuild makes a new one and
-the state swaps it in with one assignment, so a call never sees half of one build and half of
-another.
-
-A build is in one of the phases of `Phase` (`Build.phase`, `stats()["start_up"]["phase"]`);
-`PHASES` says, for each, who answers and which phases may replace it, and docs/start-up.md
-holds the table `lifecycle_table()` makes of it (a test checks the two agree). A state swaps a
-build in only through `AccelerationState._swap`, which checks the step against `PHASES`.
-
-- A copy of the tokenizer (copy, deepcopy) shares the build; an unpickled one makes a build of
-  its own, in this process as in another. A forked child serves the build it inherited.
-- A change to the tokenizer (`Reference.content`): a new build for the new state replaces this
-  one, whatever its phase.
+A `Build` holds everything `AccelerationState.answer` reads; a rebuild makes a new one and the
+state swaps it in with one assignment, so a call never sees half of two builds. `PHASES` is the
+lifecycle's one table (docs/start-up.md holds `lifecycle_table()`'s rendering of it).
 """
 
 from __future__ import annotations
@@ -43,8 +30,6 @@ class FastPathError(RuntimeError):
 
 
 Affixes = tuple[list[int], list[int]]
-
-
 UNBUILT_REASON = "not built yet"
 
 
@@ -58,13 +43,14 @@ class Phase(str, enum.Enum):
 
 @dataclasses.dataclass(frozen=True)
 class PhaseRule:
+    """One row of `PHASES`."""
+
     made_by: str
     who_answers: str
     followed_by: tuple[Phase, ...]  # phases whose build may replace it (a change to the tokenizer aside)
 
 
-# Every phase, who answers in it and what may replace it: the one table of the lifecycle. Any
-# build may also be replaced by a new build for a changed tokenizer (`AccelerationState.rebuild`).
+# Any build may also be replaced by a new build for a changed tokenizer (`AccelerationState.rebuild`).
 PHASES: Mapping[Phase, PhaseRule] = MappingProxyType(
     {
         Phase.UNBUILT: PhaseRule(
@@ -103,21 +89,20 @@ class Build:
     routing: Routing | None = None
     disabled_reason: str | None = UNBUILT_REASON
     probe_seconds: float = 0.0
-    # the ids HF's post-processor puts around one sequence; None: not a fixed prefix/suffix
     affixes: Affixes | None = None
     # special tokens the post-processor adds to one sequence (HF checks `stride` against
     # max_length less these, whether or not the call adds them)
     special_tokens: int = 0
     segments: Segments | None = None
     segments_unsupported: str | None = None  # why this tokenizer does not use the segment cache
-    # what it was built from: a result's Encodings asked for after the tokenizer changed are
-    # those of this state (`tokbackend._tokenizer`)
+    # a result's Encodings asked for after the tokenizer changed are those of this state
     tokenizer_json: str | None = dataclasses.field(default=None, compare=False, repr=False)
     # the lanes' `prepare()` (warm-ups, spares), on a background thread once they serve
     preparing: OnItsOwnThread[None] | None = dataclasses.field(default=None, compare=False)
 
     @property
     def phase(self) -> Phase:
+        """Where this build stands in the lifecycle."""
         if self.content is None and self.disabled_reason == UNBUILT_REASON:
             return Phase.UNBUILT
         return Phase.FINAL if self.disabled_reason is None else Phase.OFF
@@ -128,10 +113,9 @@ UNBUILT = Build(content=None)
 
 def build_for(reference: Reference, options: AccelerationOptions, content: Hashable, changed: bool = False) -> Build:
     """A build for the reference's current state, whose `content` the caller has read. Raises
-    BackendUnavailableError (unless allow_hf_fallback) and FastPathError (strict=True) as
-    `AccelerationOptions` documents. `changed`: the tokenizer changed after `accelerate()` and
-    this build is made during an encode call, which a backend that cannot serve the new state
-    must not fail: it is logged and the fast path turned off (strict=True still raises)."""
+    as `AccelerationOptions` documents; with `changed` (made during an encode call, after a
+    change to the tokenizer) a backend that cannot serve is logged and the fast path turned off
+    instead (strict=True still raises on inexactness)."""
     tokenizer_json = reference.tokenizer_json()
     model = reference.model
     segments, unsupported = None, None
@@ -165,15 +149,13 @@ def build_for(reference: Reference, options: AccelerationOptions, content: Hasha
 
 
 def _prepare(routing: Routing) -> OnItsOwnThread[None]:
-    """Start the lanes' `prepare()` on a thread of its own: it makes the first calls fast and
-    may take a second or pause the GIL, which start-up does not wait for. Not a daemon: an
-    interpreter that exits meanwhile waits for it (a daemon thread still inside a backend's
-    native code when the interpreter finalizes aborts the process), and it stops between its
-    steps once the interpreter exits (`tokbackend._process.exiting`)."""
+    """Start the lane's `prepare()` (warm-ups, which may take a second) on a thread of its own.
+    Not a daemon (one inside a backend's native code at finalization aborts the process): an
+    exiting interpreter waits for it, and once it exits the thread skips its work."""
 
     def prepare() -> None:
         lane = routing.lane
-        if exiting():  # the process exits and nothing will use it (`tokbackend._process.exiting`)
+        if exiting():
             return
         try:
             with panics_as_errors(lane.name, "preparing"):
@@ -186,10 +168,9 @@ def _prepare(routing: Routing) -> OnItsOwnThread[None]:
 
 
 def _unserved(failure: NoExactBackend, options: AccelerationOptions, model: str, changed: bool) -> str:
-    """Raise, or log and return the reason the fast path is off, for a routing that could not be
-    made: a backend that cannot load (or no exact candidate of "auto") raises unless
-    allow_hf_fallback or the tokenizer `changed` during serving; an inexact one is turned off;
-    strict=True raises for inexactness."""
+    """Raise, or log and return why the fast path is off: a backend that cannot load (or no
+    exact candidate of auto) raises unless allow_hf_fallback or `changed`; an inexact one is
+    turned off, or raises FastPathError with strict=True."""
     unavailable = failure.shortfall is Shortfall.UNAVAILABLE or (
         failure.shortfall is Shortfall.NO_CANDIDATE and not options.strict
     )

@@ -39,17 +39,16 @@ class ModelFilesError(ValueError):
     JSON): the message names the file and the cause. Nothing about any backend."""
 
 
-# What a tokenizer directory holds at least one of (AutoTokenizer reads its class from them).
+# What a tokenizer directory holds at least one of (AutoTokenizer reads its class from them),
+# and every JSON file it may read (where loading fails, the first that does not parse is named).
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "config.json")
-# The JSON files AutoTokenizer may read: where loading fails, the first of them that does not
-# parse is named as the cause.
 JSON_FILES = (*TOKENIZER_FILES, "special_tokens_map.json", "added_tokens.json")
 
 
 def is_path_like(name_or_path: str) -> bool:
-    """Whether MODEL names a directory rather than a hub id ("name" or "org/name"): it starts with
-    ".", "/" or "~", holds a separator of this system other than a hub id's one "/", or is no
-    valid hub id at all."""
+    """Whether MODEL names a directory rather than a hub id ("name" or "org/name"): it starts
+    with ".", "/" or "~", holds more than one "/" (or this system's other separator), or is no
+    valid hub id."""
     from huggingface_hub.utils import HFValidationError, validate_repo_id  # type: ignore[attr-defined]  # a lazy module: mypy sees no re-exports
 
     if name_or_path.startswith((".", "/", "~")) or name_or_path.count("/") > 1 or (os.sep != "/" and os.sep in name_or_path):
@@ -76,7 +75,7 @@ def _not_found(name_or_path: str, resolved: str) -> ModelNotFoundError | None:
         return ModelNotFoundError(f"tokbackend: directory {name_or_path!r} holds no tokenizer (none of {files})")
     if is_path_like(name_or_path):
         return ModelNotFoundError(f"tokbackend: directory {name_or_path!r} does not exist ({path.absolute()})")
-    if _in_hf_cache(resolved):
+    if any(_cached_file(resolved, name) is not None for name in ("tokenizer.json", "tokenizer_config.json")):
         return None
     where = (
         f"{name_or_path!r} is not a built-in model ({', '.join(BUILTIN_MODELS)}), not a local directory, "
@@ -93,10 +92,9 @@ def load_hf(name_or_path: str, **from_pretrained_kwargs: Any) -> PreTrainedToken
     """The plain HuggingFace tokenizer for a built-in name, a directory or a cached hub id.
 
     `name_or_path` may also be a tokenizer.json (or tokenizer_config.json): its directory is
-    loaded. Nothing is downloaded unless `local_files_only=False` is passed: a serving process
-    must not wait on a network it may not reach. A model that is not found locally raises
-    `ModelNotFoundError` saying how to put it into the cache; one whose files HF cannot parse
-    raises `ModelFilesError` naming the file.
+    loaded. Nothing is downloaded unless `local_files_only=False`: a serving process must not
+    wait on a network it may not reach. Raises `ModelNotFoundError` (saying how to put the model
+    into the cache) and `ModelFilesError` (naming the file HF cannot parse).
     """
     from transformers import AutoTokenizer
 
@@ -144,11 +142,6 @@ def _cached_file(repo_id: str, filename: str) -> Path | None:
     except ValueError:  # not a valid repo id
         return None
     return Path(found) if isinstance(found, str) else None
-
-
-def _in_hf_cache(repo_id: str) -> bool:
-    """Whether the local HuggingFace cache holds a tokenizer file for `repo_id` (no network)."""
-    return any(_cached_file(repo_id, filename) is not None for filename in ("tokenizer.json", "tokenizer_config.json"))
 
 
 def load(

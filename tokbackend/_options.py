@@ -10,8 +10,7 @@ from tokbackend._routing.names import AUTO, check_backend_name
 from tokbackend._segments import DEFAULT_SEGMENT_CACHE_MIB
 from tokbackend.backends._base import DEFAULT_CACHE_BUDGET_MIB
 
-# The backend `accelerate()`, `load()`, `tokbackend verify` and `tokbackend guard` use when none
-# is named; see docs/backends.md.
+# The backend `accelerate()`, `load()` and the `tokbackend` commands use when none is named.
 DEFAULT_BACKEND = AUTO
 
 UnicodeGuardMode = Literal["derive", "refuse", "off"]
@@ -22,28 +21,23 @@ class AccelerationOptions:
     """How a tokenizer is accelerated.
 
     backend: a registered backend name ("gigatoken", "fastokens", "hf", ...) or "auto" (per
-        model, the fastest backend that is exact for it; see `tokbackend._routing.auto`).
+        model, the fastest backend that is exact for it).
     strict: raise `FastPathError` when the boot probe finds a mismatch, instead of logging an
         error and serving every encode from HuggingFace.
     probe: run the boot probe (edge strings compared with HuggingFace) when a backend is built.
     allow_hf_fallback: when the backend cannot load this tokenizer, log and serve with
         HuggingFace instead of raising `BackendUnavailableError`.
-    unicode_guard: how to get the set of code points on which the backend diverges from
-        HuggingFace when no record matches the installed versions: "derive" (scan every code
-        point once, ~3 min on 2 cores, then cached), "refuse" (fast path off, logged; an error
-        with strict=True), or "off" (no guard: only for backends known to be exact).
+    unicode_guard: when no guard record matches the installed versions: "derive" (scan every
+        code point once, then cached), "refuse" (fast path off, logged; an error with
+        strict=True), or "off" (no guard: only for backends known to be exact).
     cache_budget_mib: how far the caches of a backend that never evicts (gigatoken) may grow the
-        process's resident memory before they are renewed; None: unbounded.
+        resident memory before they are renewed; None: unbounded.
     segment_cache_mib: the segment cache's budget (ids of the text between added tokens, reused
-        across requests: `tokbackend._segments`), for agent and chat traffic, whose requests resend
-        earlier turns; the prefix memo may take a quarter more. None turns it off. On by default
-        (`DEFAULT_SEGMENT_CACHE_MIB`, 64): on prompts that never repeat it steps aside
-        (docs/segment-cache.md).
-    segment_cache_steps_aside: while the traffic reuses less than an eighth of its text, encode
-        most calls as with the segment cache off (a sampled eighth keep looking for text worth
-        caching; `tokbackend._segments`). False: every call goes through the cache.
-    guard: where guard records are read from and what a derivation at accelerate() time may scan
-        and spend (`GuardSettings`: the shipped records' directory, the budget and its clocks).
+        across requests that resend earlier turns; docs/segment-cache.md); None turns it off.
+    segment_cache_steps_aside: while the traffic reuses less than an eighth of its text, most
+        calls skip the segment cache (a sampled eighth keep looking). False: every call uses it.
+    guard: where guard records are read from and what a derivation at accelerate() time may
+        scan and spend (`GuardSettings`).
     """
 
     backend: str = DEFAULT_BACKEND
@@ -69,6 +63,7 @@ class AccelerationOptions:
 
     @classmethod
     def field_names(cls) -> frozenset[str]:
+        """Every option's name."""
         return frozenset(field.name for field in dataclasses.fields(cls))
 
     def replace(self, **changes: Any) -> AccelerationOptions:

@@ -1,9 +1,8 @@
 """The boot probe: a short equality check of a freshly built backend against HuggingFace.
 
-It runs whenever `accelerate()` builds a backend (and again after tokens are added), on edge
-strings chosen to break a tokenizer that is almost right: special and added tokens inside
-text and near-misses of them, NFC composition, whitespace and digit runs, emoji sequences,
-scripts with combining marks. Budget: well under 50 ms on the built-in models.
+It runs whenever `accelerate()` builds a backend, on edge strings chosen to break a tokenizer
+that is almost right: special and added tokens inside text and near-misses of them, NFC
+composition, whitespace and digit runs, emoji sequences, scripts with combining marks.
 """
 
 from __future__ import annotations
@@ -11,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from tokbackend.backends._arrays import encode_batch_arrays
 from tokbackend.backends._base import panics_as_errors
@@ -55,35 +54,42 @@ def first_difference(left: list[int], right: list[int]) -> int:
 
 @dataclasses.dataclass(frozen=True)
 class ProbeMismatch:
+    """The first probe string on which the backend's ids differ from HuggingFace's."""
+
     text: str
     backend_ids: list[int]
     hf_ids: list[int]
 
     @property
     def first_difference(self) -> int:
+        """Index of the first id that differs."""
         return first_difference(self.backend_ids, self.hf_ids)
+
+    def describe(self) -> str:
+        """The text, where the ids part, and the first ids of each side."""
+        return (
+            f"{self.text!r} (first difference at index {self.first_difference}: "
+            f"backend {self.backend_ids[:12]}, HF {self.hf_ids[:12]})"
+        )
 
 
 @dataclasses.dataclass(frozen=True)
 class ProbeResult:
+    """How many strings were compared, in how long, and the first mismatch if any."""
+
     strings: int
     seconds: float
     mismatch: ProbeMismatch | None
 
 
-def probe_strings(added_tokens: list[str]) -> list[str]:
-    """The edge strings plus every added token alone, glued to text and amid spaces and newlines."""
-    strings = list(EDGE_STRINGS)
-    for token in added_tokens:
-        strings.extend((token, f"a{token}b", f" {token} ", f"x\n{token}\n\ny", f"{token}{token}", token[:-1]))
-    return strings
-
-
 def run_probe(backend: EncodeBackend, reference: Reference, guard: UnicodeGuard) -> ProbeResult:
-    """Compare `backend` with HuggingFace (`reference.hf_ids`) on `probe_strings`, leaving
-    out strings the Unicode guard sends to HuggingFace anyway."""
-    strings = [text for text in probe_strings(reference.added_tokens()) if not guard.needs_hf(text)]
-    return _compared(backend, strings, reference.hf_ids)
+    """Compare `backend` with HuggingFace (`reference.hf_ids`) on the edge strings and every added
+    token alone, glued to text and amid spaces and newlines, leaving out strings the Unicode
+    guard sends to HuggingFace anyway."""
+    strings = list(EDGE_STRINGS)
+    for token in reference.added_tokens():
+        strings.extend((token, f"a{token}b", f" {token} ", f"x\n{token}\n\ny", f"{token}{token}", token[:-1]))
+    return _compared(backend, [text for text in strings if not guard.needs_hf(text)], reference.hf_ids)
 
 
 def ascii_probe(backend: EncodeBackend, hf_ids: Callable[[list[str]], list[list[int]]]) -> ProbeResult:
@@ -96,42 +102,14 @@ def ascii_probe(backend: EncodeBackend, hf_ids: Callable[[list[str]], list[list[
 def _compared(backend: EncodeBackend, strings: list[str], hf_ids: Callable[[list[str]], list[list[int]]]) -> ProbeResult:
     started = time.perf_counter()
     expected = hf_ids(strings)
-    mismatch = None
     try:
         # both forms the lane serves: lists, and `array('q')` rows (a path of its own in a backend)
         with panics_as_errors(getattr(backend, "name", type(backend).__name__)):
             answers = (backend.encode_batch(strings), [list(row) for row in encode_batch_arrays(backend, strings)])
     except Exception as error:  # a backend that cannot encode edge strings (or panics) is not exact either
         return ProbeResult(len(strings), time.perf_counter() - started, ProbeMismatch(f"<backend raised {error!r}>", [], []))
-    for backend_ids in answers:
-        mismatch = next(
-            (ProbeMismatch(text, ours, theirs) for text, ours, theirs in zip(strings, backend_ids, expected) if ours != theirs),
-            None,
-        )
-        if mismatch is not None:
-            break
-    return ProbeResult(len(strings), time.perf_counter() - started, mismatch)
-
-
-class ProbedLane(Protocol):
-    """What the probe reads of a lane (`tokbackend._routing.lanes.Lane`, which sits above it)."""
-
-    @property
-    def name(self) -> str: ...
-    @property
-    def backend(self) -> EncodeBackend: ...
-    @property
-    def guard(self) -> UnicodeGuard: ...
-
-
-def probe_lane(lane: ProbedLane, reference: Reference, model: str) -> tuple[str | None, float]:
-    """(a message naming the first edge string the lane gets wrong, or None; seconds taken)."""
-    result = run_probe(lane.backend, reference, lane.guard)
-    mismatch = result.mismatch
-    if mismatch is None:
-        return None, result.seconds
-    return (
-        f"backend {lane.name!r} disagrees with HuggingFace for {model} on {mismatch.text!r} (first difference at index "
-        f"{mismatch.first_difference}: backend {mismatch.backend_ids[:12]}, HF {mismatch.hf_ids[:12]})",
-        result.seconds,
-    )
+    for answer in answers:
+        for text, ours, theirs in zip(strings, answer, expected):
+            if ours != theirs:
+                return ProbeResult(len(strings), time.perf_counter() - started, ProbeMismatch(text, ours, theirs))
+    return ProbeResult(len(strings), time.perf_counter() - started, None)

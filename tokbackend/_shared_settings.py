@@ -1,26 +1,16 @@
 """The per-call settings on HuggingFace's shared Rust tokenizer, kept as HuggingFace alone keeps them.
 
-HF's `_encode_plus` sets the Rust tokenizer's truncation, padding and `encode_special_tokens` to
-what the call asks and leaves them so: after any call they reflect the last call, and that is
-what `backend_tokenizer`, `save_pretrained`'s tokenizer.json and pickles show. Calls asking for
-the same settings agree on that state, so HF's own calls from many threads (vLLM's all carry
-`truncation=True`) never race. Ours add two kinds of call that would break both:
-
-- internal calls (the Unicode guard's hand-over, the probe, a rebuild's checks, the segment
-  cache's premise, a result's Encodings) ask for other settings than the user's calls; made
-  while a user's truncating call runs, one turns truncation off under it (wrong ids), and after
-  it the settings are ours, not the user's last call's;
-- fast-path answers set nothing, where HF's call would have set its settings.
+HF's `_encode_plus` sets the Rust tokenizer's truncation, padding and `encode_special_tokens`
+to what the call asks and leaves them so (`backend_tokenizer`, `save_pretrained` and pickles
+show the last call's). Two kinds of call of ours would break that: internal calls (the guard's
+hand-over, the probe, a result's Encodings) ask for other settings, and would turn a running
+user call's truncation off under it; fast-path answers set nothing.
 
 `SettingsGate` (one per Rust tokenizer, `gate_of`) admits HF calls together only while they ask
-for the same settings (`entered`); an internal group of calls snapshots the settings HF's last
-call left and puts them back as its last call leaves. A fast-path answer only records the
-settings HF's call would have left (`answered`: one store, so its speed is unchanged); they are
-applied (`settle`) before anything reads the state through the accelerated tokenizer.
-
-Calls through another object sharing the Rust tokenizer (the HF object `accelerate()` copied)
-pass no gate: HF's own race between such calls stays HF's, and a fast answer recorded before one
-of them is applied over its settings when the accelerated object is next read.
+for the same settings; an internal group puts back what HF's last call left. A fast answer only
+records what HF's call would have left (`answered`: one store), applied (`settle`) before
+anything reads the settings through the accelerated tokenizer. Calls through another object
+sharing the Rust tokenizer pass no gate: their race stays HF's own.
 """
 
 from __future__ import annotations
@@ -43,6 +33,7 @@ PLAIN: Settings = (None, None, False)
 
 
 def read(rust: Any) -> Settings:
+    """The settings the Rust tokenizer shows now."""
     return rust.truncation, rust.padding, rust.encode_special_tokens
 
 
@@ -57,8 +48,7 @@ def apply(rust: Any, settings: Settings) -> None:
         rust.encode_special_tokens = encode_special_tokens
 
 
-# What `enable_truncation` and `enable_padding` take; a snapshot from another tokenizers version
-# may report more (HF's `set_truncation_and_padding` compares only these, for the same reason).
+# What `enable_truncation` and `enable_padding` take: another tokenizers version may report more.
 _TRUNCATION_KEYS = ("max_length", "stride", "strategy", "direction")
 _PADDING_KEYS = ("length", "pad_to_multiple_of", "pad_id", "pad_token", "pad_type_id", "direction")
 
@@ -77,9 +67,8 @@ class SettingsGate:
 
     def __init__(self) -> None:
         self._open()
-        # What HF's last user-visible call would have left where the Rust tokenizer may show
-        # otherwise (None: it shows the right settings): set by fast-path answers and by an
-        # internal group's snapshot.
+        # What HF's last user-visible call would have left, where the Rust tokenizer may show
+        # otherwise (set by fast-path answers and by an internal group's snapshot).
         self.left: Settings | None = None
 
     def _open(self) -> None:
@@ -102,20 +91,15 @@ class SettingsGate:
         call leaves the settings as HF's last user-visible call left them; a user's call leaves
         its own, as HF's does. A thread already inside (HF's call re-entering) just runs."""
         depth = getattr(self._owners, "depth", 0)
-        if depth:
-            self._owners.depth = depth + 1
-            try:
-                yield
-            finally:
-                self._owners.depth = depth
-            return
-        self._enter(rust, key, internal)
-        self._owners.depth = 1
+        if not depth:
+            self._enter(rust, key, internal)
+        self._owners.depth = depth + 1
         try:
             yield
         finally:
-            self._owners.depth = 0
-            self._leave(rust)
+            self._owners.depth = depth
+            if not depth:
+                self._leave(rust)
 
     def settle(self, rust: Any) -> None:
         """Apply the settings HF would show now (before anything reads them)."""

@@ -1,13 +1,9 @@
-"""The acceleration state of one tokenizer: the build it serves with, and its counters.
+"""The acceleration state of one tokenizer (`tokenizer.tokbackend`): the build it serves with, and its counters.
 
-`AccelerationState` is what `accelerate()` attaches (reach it as `tokenizer.tokbackend`). It
-serves plain-text encodes from one immutable `Build` (`tokbackend._build`): guarded texts from
-HuggingFace, the rest from the routing's lane, through the segment cache
-where the tokenizer uses one. Every call compares the tokenizer's fingerprint with the one it
-last served; when it changed (tokens added, the normalizer replaced, ...) and so did what a build
-is made from (`Reference.content`), the state makes a new build and swaps it in, with the
-fingerprint, in one assignment. A call reads them once, so it finishes on the build it started
-with.
+Plain-text encodes are served from one immutable `Build`. When the tokenizer's fingerprint and
+what a build is made from (`Reference.content`) have changed, a new build and the fingerprint
+are swapped in with one assignment; a call reads them once, so it finishes on the build it
+started with.
 """
 
 from __future__ import annotations
@@ -24,7 +20,7 @@ from tokbackend._process.forking import fork_safe_lock
 from tokbackend._reference import Reference
 from tokbackend._routing import Routing
 from tokbackend._segments import AddedTokenSplitter, SegmentCache, encode_through_cache
-from tokbackend._stats import AccelerationStats
+from tokbackend._stats import AccelerationStats, Stats
 from tokbackend.backends import EncodeBackend
 from tokbackend.backends._base import is_error
 
@@ -44,7 +40,7 @@ def _is_valid_text(text: str) -> bool:
 
 
 class AccelerationState:
-    """See the module docstring. `stats()` reads the counters and the routing."""
+    """See the module docstring."""
 
     def __init__(self, model: str, options: AccelerationOptions) -> None:
         self.options = options
@@ -53,8 +49,6 @@ class AccelerationState:
         # the build served, and the fingerprint of the tokenizer state it was last found right for
         self._serving: tuple[Build, object] = (UNBUILT, None)
         self._rebuild_lock = fork_safe_lock(self, "_rebuild_lock")
-
-    # -- what stats() and the logs show ---------------------------------------------------------
 
     @property
     def build(self) -> Build:
@@ -88,7 +82,6 @@ class AccelerationState:
 
     @property
     def backend(self) -> EncodeBackend | None:
-        """The backend answering calls (None with no routing)."""
         routing = self.build.routing
         return None if routing is None else routing.lane.backend
 
@@ -107,29 +100,26 @@ class AccelerationState:
         segments = self.build.segments
         return None if segments is None else segments.cache
 
-    def stats(self) -> dict[str, Any]:
-        """Counters and state, e.g. `{"backend": "fastokens", "backend_option": "auto", "fast_calls": 3,
-        "fallbacks": {...}}`: `backend` names what serves (the routing's backend, or "hf" while the
-        fast path is off), `backend_option` what `accelerate()` was asked for."""
-        build = self.build
-        backend_stats = {} if build.routing is None else build.routing.lane.backend.stats()
-        guard = self.guard
-        return {
-            "backend": build.routing.lane.name if build.routing is not None and build.disabled_reason is None else "hf",
-            "backend_option": self.backend_name,
-            "model": self.model,
-            "fast_path_enabled": build.disabled_reason is None,
-            "disabled_reason": build.disabled_reason,
-            "routing": None if build.routing is None else build.routing.describe(),
-            "probe_seconds": build.probe_seconds,
-            "guarded_code_points": len(guard.code_points),
-            "guard_record": guard.record.get("path"),
-            "guard": guard.source(),
-            "segment_cache": self._segment_cache_stats(build),
-            "start_up": {"phase": build.phase.value},
-            **backend_stats,
+    def stats(self) -> Stats:
+        """What serves this tokenizer and the counters (`Stats`: read-only, also a mapping)."""
+        build, guard = self.build, self.guard
+        routing = build.routing
+        return Stats(
+            backend=routing.lane.name if routing is not None and build.disabled_reason is None else "hf",
+            backend_option=self.backend_name,
+            model=self.model,
+            fast_path_enabled=build.disabled_reason is None,
+            disabled_reason=build.disabled_reason,
+            routing=None if routing is None else routing.describe(),
+            probe_seconds=build.probe_seconds,
+            guarded_code_points=len(guard.code_points),
+            guard_record=guard.record.get("path"),
+            guard=guard.source(),
+            segment_cache=self._segment_cache_stats(build),
+            start_up={"phase": build.phase.value},
+            backend_stats={} if routing is None else routing.lane.backend.stats(),
             **self.counters.snapshot(),
-        }
+        )
 
     def _segment_cache_stats(self, build: Build) -> dict[str, Any]:
         if self.options.segment_cache_mib is None:
@@ -157,16 +147,13 @@ class AccelerationState:
     def record_fallback(self, reason: FallbackReason, cause: BaseException | str | None = None, texts: int = 1) -> None:
         self.counters.record_fallback(reason, self.model, self.backend_name, cause, texts)
 
-    # -- building -----------------------------------------------------------------------------
-
     def serves(self, content: object) -> bool:
         """Whether the current build was made for a tokenizer state with this content."""
         return self._serving[0].content == content
 
     def wait_until_prepared(self, timeout: float | None = None) -> bool:
-        """Wait for the backends' preparation (warm-ups and spares, run on a background thread
-        after `accelerate()` returns); True when it is done. Calls need not wait: they are
-        exact either way, only the first ones may be slower."""
+        """Wait for the backends' warm-ups (a background thread after `accelerate()`); True when
+        done. Calls need not wait: they are exact either way, only the first may be slower."""
         preparing = self.build.preparing
         return preparing is None or preparing.join(timeout)
 
@@ -179,11 +166,8 @@ class AccelerationState:
 
     def rebuild(self, reference: Reference, changed: bool = False) -> Build:
         """The build for the reference's current state: the current one when what a build is
-        made from has not changed, else a new one (unless another thread just made it). Called
-        by accelerate() (BackendUnavailableError propagates unless allow_hf_fallback) and by a
-        call that finds the fingerprint changed, or with `changed` by a copy (pickle, deepcopy), which must
-        not raise where HF's does not (a backend that cannot serve the tokenizer turns the fast
-        path off, logged); FastPathError with strict=True."""
+        made from has not changed, else a new one. `changed` (a copy, or a call after a change to
+        the tokenizer): a backend that cannot serve turns the fast path off instead of raising."""
         with self._rebuild_lock:
             fingerprint = reference.fingerprint()
             build, seen = self._serving
@@ -196,9 +180,8 @@ class AccelerationState:
         return build
 
     def _swap(self, build: Build, fingerprint: object) -> None:
-        """Serve with `build` from now on (the caller holds `_rebuild_lock`): the one place a
-        state's build changes. A build for another tokenizer state replaces any; otherwise the
-        step must be one `PHASES` allows (the same build, with a newer fingerprint, stays)."""
+        """The one place a state's build changes (the caller holds `_rebuild_lock`): a build for
+        another tokenizer state replaces any; otherwise the step must be one `PHASES` allows."""
         current = self._serving[0]
         same_state = build is not current and build.content == current.content
         if same_state and build.phase not in PHASES[current.phase].followed_by:
@@ -206,8 +189,6 @@ class AccelerationState:
                 f"tokbackend: a build in phase {current.phase.value!r} cannot be replaced by one in phase {build.phase.value!r}"
             )
         self._serving = (build, fingerprint)
-
-    # -- answering ----------------------------------------------------------------------------
 
     def answer(
         self,
@@ -217,12 +198,8 @@ class AccelerationState:
         truncation: Truncation | None,
         arrays: bool = False,
     ) -> BatchIds | None:
-        """Ids for plain texts, or None after recording why HuggingFace must answer the call.
-
-        truncation: a text may have at most `truncation.max_length` ids; a call in which any
-        text would be cut goes to HuggingFace, which truncates on the tokenizer's side.
-        arrays: each text's ids as `array('q')` rather than a list (`tokbackend.backends._arrays`).
-        """
+        """Ids for plain texts (each an `array('q')` with `arrays`), or None after recording why
+        HuggingFace must answer the call: a call in which `truncation` would cut a text, too."""
         build, seen = self._serving
         if reference.fingerprint() != seen:
             build = self.rebuild(reference)

@@ -1,10 +1,13 @@
-"""Counters of what the backend answered and of every hand-over to HuggingFace, by reason."""
+"""Counters of what the backend answered and of every hand-over to HuggingFace, by reason, and
+`Stats`, the read-only view `tokenizer.tokbackend.stats()` returns."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 from collections import Counter
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from tokbackend._policy import FallbackReason
@@ -16,10 +19,9 @@ logger = logging.getLogger("tokbackend")
 class AccelerationStats:
     """Thread-safe counters; the first hand-over of each reason is logged.
 
-    The fast path takes no lock: each thread counts its answered calls in cells of its own (only
-    it writes them), which `snapshot()` sums. A thread's first call registers its cells, under
-    the lock, and folds those of threads that have ended into `_ended`, so the cells kept are
-    those of live threads."""
+    The fast path takes no lock: each thread counts in cells of its own, which `snapshot()`
+    sums. A thread's first call registers its cells under the lock and folds those of ended
+    threads into `_ended`."""
 
     def __init__(self) -> None:
         self._lock = fork_safe_lock(self, "_lock")
@@ -76,6 +78,7 @@ class AccelerationStats:
             )
 
     def snapshot(self) -> dict[str, Any]:
+        """The counts: fast_calls, fast_texts, fast_texts_as_arrays and fallbacks by reason."""
         with self._lock:
             totals = list(self._ended)
             for _, cells in self._cells:
@@ -86,3 +89,54 @@ class AccelerationStats:
                 "fast_texts_as_arrays": totals[2],
                 "fallbacks": dict(self._fallbacks),
             }
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Stats(Mapping[str, Any]):
+    """What serves a tokenizer and what it answered: `tokenizer.tokbackend.stats()`.
+
+    Read-only (assignment raises) and a mapping too: `stats["fast_texts"]` is `stats.fast_texts`,
+    and the backend's own counters (`cache_renewals`, ...) are read by key. `as_dict()` is a
+    plain dict, for `json.dumps`.
+
+    >>> stats = tokenizer.tokbackend.stats()  # doctest: +SKIP
+    >>> stats.backend, stats.backend_option, stats["fast_texts"]  # doctest: +SKIP
+    ('fastokens', 'auto', 3)
+    """
+
+    backend: str  # what serves: the routing's backend, or "hf" while the fast path is off
+    backend_option: str  # what `accelerate()` was asked for ("auto", "gigatoken", ...)
+    model: str
+    fast_path_enabled: bool
+    disabled_reason: str | None
+    routing: dict[str, str] | None  # {"backend", "reason"}
+    probe_seconds: float
+    guarded_code_points: int
+    guard_record: str | None
+    guard: str
+    segment_cache: dict[str, Any]
+    start_up: dict[str, str]  # {"phase": ...}
+    fast_calls: int
+    fast_texts: int
+    fast_texts_as_arrays: int
+    fallbacks: dict[str, int]
+    backend_stats: Mapping[str, Any] = dataclasses.field(default_factory=dict, repr=False)
+
+    def __getitem__(self, key: str) -> Any:
+        if key in _STATS_FIELDS:
+            return getattr(self, key)
+        return self.backend_stats[key]
+
+    def __iter__(self) -> Iterator[str]:
+        yield from _STATS_FIELDS
+        yield from (key for key in self.backend_stats if key not in _STATS_FIELDS)
+
+    def __len__(self) -> int:
+        return len(set(_STATS_FIELDS) | self.backend_stats.keys())
+
+    def as_dict(self) -> dict[str, Any]:
+        """Every key and value as a plain dict (for `json.dumps`)."""
+        return dict(self.items())
+
+
+_STATS_FIELDS = tuple(field.name for field in dataclasses.fields(Stats) if field.name != "backend_stats")

@@ -1,19 +1,19 @@
 """Routing: which backend answers a tokenizer's calls.
 
 The only place that knows `auto` (a choice among backends, not a backend): `build_routing`
-builds the named backend's lane (`named`) or lets `auto` choose among every registered backend
-but the reference (`auto`, with choices remembered on disk by `choices`). Either way the result
-is a `Routing` of `Lane`s, or `NoExactBackend`, the one shape of "no backend can serve this
-tokenizer exactly".
+builds the named backend's lane or lets `auto` choose among every registered backend but the
+reference (with choices remembered on disk by `choices`). Either way the result is a `Routing`
+of `Lane`s, or `NoExactBackend`.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tokbackend._routing.failure import NoExactBackend, Shortfall
-from tokbackend._routing.lanes import FEW_TEXTS, Lane, Routing, build_lane
-from tokbackend._routing.names import AUTO, backend_choices, check_backend_name
+from tokbackend._guard import GuardUnavailableError
+from tokbackend._routing.lanes import NoExactBackend, Routing, Shortfall, build_lane, probe_lane
+from tokbackend._routing.names import AUTO, backend_choices
+from tokbackend.backends import BackendUnavailableError
 
 if TYPE_CHECKING:
     from tokbackend._options import AccelerationOptions
@@ -26,20 +26,19 @@ def build_routing(reference: Reference, tokenizer_json: str, options: Accelerati
         from tokbackend._routing.auto import choose_routing
 
         return choose_routing(reference, tokenizer_json, options, model)
-    from tokbackend._routing.named import named_routing
+    try:
+        lane = build_lane(options.backend, tokenizer_json, options, reference=reference)
+    except BackendUnavailableError as error:
+        raise NoExactBackend(Shortfall.UNAVAILABLE, str(error)) from error
+    except GuardUnavailableError as error:
+        raise NoExactBackend(Shortfall.INEXACT, str(error), strict_message=f"tokbackend: {model}: {error}") from error
+    routing = Routing(lane, "named explicitly")
+    if not options.probe:
+        return routing, 0.0
+    mismatch, seconds = probe_lane(lane, reference, model)
+    if mismatch is not None:
+        raise NoExactBackend(Shortfall.INEXACT, f"probe mismatch: {mismatch}", routing=routing, probe_seconds=seconds)
+    return routing, seconds
 
-    return named_routing(reference, tokenizer_json, options, model)
 
-
-__all__ = [
-    "AUTO",
-    "FEW_TEXTS",
-    "Lane",
-    "NoExactBackend",
-    "Routing",
-    "Shortfall",
-    "backend_choices",
-    "build_lane",
-    "build_routing",
-    "check_backend_name",
-]
+__all__ = ["AUTO", "NoExactBackend", "Routing", "Shortfall", "backend_choices", "build_routing"]

@@ -1,18 +1,10 @@
 """`backend="auto"`: per model, the first backend in auto's order that is exact for it.
 
-Every registered backend but the reference (`is_reference`: "hf") is a candidate, tried in the
-order of its `auto_preference` (lower first; then by name). A candidate qualifies if it loads
-the tokenizer, has a Unicode guard for its pipeline (a shipped or baked record, or one derived
-in seconds) and passes the boot probe; the first that qualifies answers every call. Nothing
-is built that will not serve: a start builds one backend, or more only where the earlier ones
-cannot serve this model. The order is measured, not guessed: fastokens first
-(its memory stays bounded without renewals, it releases the GIL while it encodes, and it was
-the faster on 2 and on 16 cores in every run of `bench/backends.py`), gigatoken second.
-
-The choice is remembered on disk per model and library versions (`tokbackend._routing.choices`),
-so the other processes of a server try the chosen backend first and build nothing else. The
-choice and the candidates passed over are the routing's `reason` (in `stats()` and the start-up
-log line).
+Candidates are every registered backend but the reference ("hf"), by `auto_preference` (lower
+first, then by name); one qualifies if it loads, has a Unicode guard and passes the boot probe.
+Nothing is built that will not serve. The choice is remembered on disk (`choices`), so the
+other processes of a server try it first; it and the candidates passed over are the routing's
+`reason`.
 """
 
 from __future__ import annotations
@@ -21,10 +13,8 @@ import logging
 from typing import TYPE_CHECKING
 
 from tokbackend._guard import GuardUnavailableError
-from tokbackend._probe import probe_lane
 from tokbackend._routing import choices
-from tokbackend._routing.failure import NoExactBackend, Shortfall
-from tokbackend._routing.lanes import Lane, Routing, build_lane
+from tokbackend._routing.lanes import Lane, NoExactBackend, Routing, Shortfall, build_lane, probe_lane
 from tokbackend.backends import available_backends, backend_class, versioned_libraries
 from tokbackend.backends._base import BackendUnavailableError
 
@@ -34,14 +24,12 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("tokbackend")
 
-# Where a backend that declares no `auto_preference` comes in auto's order.
 DEFAULT_PREFERENCE = 50
 
 
 def candidates() -> list[str]:
-    """Registered backends other than the reference (`is_reference`), in auto's order. A
-    backend whose module cannot be imported stays a candidate: qualifying it says why it
-    cannot serve."""
+    """Registered backends other than the reference, in auto's order. One whose module cannot
+    be imported stays a candidate: qualifying it says why it cannot serve."""
     ranked = []
     for name in available_backends():
         try:

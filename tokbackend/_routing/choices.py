@@ -1,9 +1,5 @@
-"""`auto`'s choices, remembered on disk per model, library versions and candidates, so the other
-processes of a server, and later starts, try the chosen backend first and build nothing else.
-
-The file is shared by every process of this user whose cache directory it is, in any venv with
-the same library versions. Each choice names the process that wrote it, so a routing reason can
-say where a choice came from (`described`)."""
+"""`auto`'s choices, remembered on disk per model, library versions and candidates, in one file
+shared by this user's processes; each choice names the process that wrote it (`described`)."""
 
 from __future__ import annotations
 
@@ -48,7 +44,14 @@ def remember(key: str, backend: str) -> None:
         "python": sys.prefix,
         "at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     }
-    _write({**_read(), key: {"backend": backend, "chosen_by": chosen_by}})
+    choices, path = {**_read(), key: {"backend": backend, "chosen_by": chosen_by}}, choices_file()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        temporary.write_text(json.dumps(choices, indent=1), encoding="utf-8")
+        temporary.replace(path)  # readers in other processes never see half a file
+    except OSError as error:  # a read-only cache only costs the next process a re-timing
+        logger.info("could not save the auto backend choice to %s: %s", path, error)
 
 
 def choices_file() -> Path:
@@ -72,14 +75,3 @@ def described(key: str) -> str:
 
 def _read() -> dict[str, Any]:
     return read_json_object(choices_file(), "auto's choices file") or {}
-
-
-def _write(choices: dict[str, Any]) -> None:
-    path = choices_file()
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        temporary.write_text(json.dumps(choices, indent=1), encoding="utf-8")
-        temporary.replace(path)  # readers in other processes never see half a file
-    except OSError as error:  # a read-only cache only costs the next process a re-timing
-        logger.info("could not save the auto backend choice to %s: %s", path, error)

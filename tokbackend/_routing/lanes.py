@@ -2,20 +2,22 @@
 
 A lane is one backend built for one tokenizer, with the guard derived for that backend. A
 routing names the lane that answers every call, and why, and encodes through it: texts the
-lane's guard flags go to HuggingFace, the rest to the backend.
+lane's guard flags go to HuggingFace, the rest to the backend. `NoExactBackend` is the one
+shape of "no backend can serve this tokenizer exactly".
 """
 
 from __future__ import annotations
 
 import dataclasses
+import enum
 import functools
 from array import array
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal, overload
+from typing import TYPE_CHECKING, Any
 
 from tokbackend._cache_dir import cache_dir
 from tokbackend._guard import GuardUnavailableError, UnicodeGuard, load_guard
-from tokbackend._probe import ascii_probe
+from tokbackend._probe import ascii_probe, run_probe
 from tokbackend._process.threads import OnItsOwnThread
 from tokbackend.backends import EncodeBackend, backend_class
 from tokbackend.backends._arrays import encode_array, encode_batch_arrays
@@ -26,11 +28,39 @@ if TYPE_CHECKING:
     from tokbackend._options import AccelerationOptions
     from tokbackend._reference import Reference
 
-# Up to this many texts of a `one_by_one` call (the pieces a segment-cache request misses) are
-# encoded one by one with single-text calls rather than as a batch: they are typically one long
-# new message and a few short ones, and a batch call gives each text one thread, where a
-# single-text call splits a long text across the pool (`bench/backends.py cache-cost`).
+# Up to this many texts of a `one_by_one` call (a segment-cache request's misses: often one long
+# message) get single-text calls, which split a long text across the pool where a batch call
+# gives each text one thread (`bench/backends.py cache-cost`).
 FEW_TEXTS = 4
+
+
+class Shortfall(str, enum.Enum):
+    """Why no routing was made; `tokbackend._build` turns each into raising or serving with HF."""
+
+    UNAVAILABLE = "unavailable"  # the named backend cannot load the tokenizer
+    INEXACT = "inexact"  # it loads, but its guard is refused or the boot probe found a mismatch
+    NO_CANDIDATE = "no_candidate"  # auto: no candidate both loads and is exact
+
+
+class NoExactBackend(Exception):
+    """Raised by routing; `reason` is what `stats()["disabled_reason"]` shows, `strict_message`
+    what `FastPathError` says with strict=True. `routing` and `probe_seconds`: what was built and
+    probed before the shortfall was found, where anything was."""
+
+    def __init__(
+        self,
+        shortfall: Shortfall,
+        reason: str,
+        strict_message: str | None = None,
+        routing: Routing | None = None,
+        probe_seconds: float = 0.0,
+    ) -> None:
+        super().__init__(reason)
+        self.shortfall = shortfall
+        self.reason = reason
+        self.strict_message = strict_message or f"tokbackend: {reason} (strict=True)"
+        self.routing = routing
+        self.probe_seconds = probe_seconds
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,19 +80,12 @@ class Routing:
     reason: str
 
     def describe(self) -> dict[str, str]:
+        """`stats()["routing"]`."""
         return {"backend": self.lane.name, "reason": self.reason}
 
-    @overload
-    def encode(
-        self, texts: list[str], hf_ids: BatchEncoder, one_by_one: bool = False, arrays: Literal[False] = False
-    ) -> tuple[list[list[int]], set[int]]: ...
-    @overload
     def encode(
         self, texts: list[str], hf_ids: BatchEncoder, one_by_one: bool = False, arrays: bool = False
-    ) -> tuple[list[list[int]] | list[array[int]], set[int]]: ...
-    def encode(
-        self, texts: list[str], hf_ids: BatchEncoder, one_by_one: bool = False, arrays: bool = False
-    ) -> tuple[Sequence[list[int] | array[int]], set[int]]:
+    ) -> tuple[list[Any], set[int]]:
         """(ids of each text, indexes of the texts the Unicode guard sent to HuggingFace): the
         lane's backend answers the others, in one batch call, or one single-text call each for
         one text or, with `one_by_one`, at most `FEW_TEXTS` texts.
@@ -96,25 +119,15 @@ class Routing:
 
 
 def build_lane(name: str, tokenizer_json: str, options: AccelerationOptions, reference: Reference | None = None) -> Lane:
-    """Build backend `name` for this tokenizer.json, bounded by the cache budget where its
-    caches never shrink, with its exact guard. Raises BackendUnavailableError,
-    GuardUnavailableError. A guard that must be derived screens on `reference` (the ids of this
-    tokenizer's Rust tokenizer) and the lane's own backend, so the start-up builds no second
-    instance of either for its screen.
+    """Build backend `name` for this tokenizer.json (bounded by the cache budget where its caches
+    never shrink) with its exact guard. Raises BackendUnavailableError (a panic or any other
+    error too, named) and GuardUnavailableError.
 
-    The backend loads on a thread of its own while the guard is found or derived: both loads
-    release the GIL (fastokens' `from_json_str` measured), and a derivation
-    builds an instance of its own, so a pipeline without a record pays for one load, not two.
-    Where the guard must be derived and `options.probe`, the loaded backend is first probed on
-    ASCII (`ascii_probe`) against HuggingFace's ids: one wrong there is refused in milliseconds, where its
-    derivation would find nearly every code point divergent and scan them all (most of an
-    hour), to be refused by the probe after it. Without
-    the probe the derivation refuses such a backend itself, and any derivation stops past
-    `options.guard.budget` (GuardUnavailableError: the backend is not exact here).
-    A Rust panic anywhere in it (the load, the derivation, the ASCII probe), or any other error
-    (a derivation that cannot read its package data, say), is BackendUnavailableError naming it:
-    "auto" moves to its next candidate, a named backend raises or, with allow_hf_fallback, is
-    served by HuggingFace with the reason in stats()."""
+    The backend loads on a thread of its own while the guard is found or derived (both release
+    the GIL); a derivation screens on `reference` and this backend, building no second instance.
+    Before deriving (with `options.probe`) the backend is probed on ASCII (`ascii_probe`): one
+    wrong there is refused in milliseconds rather than after a scan of most of an hour. Any
+    derivation stops past `options.guard.budget`."""
     try:
         with panics_as_errors(name, "building its lane", BackendUnavailableError):
             return _built_lane(name, tokenizer_json, options, reference)
@@ -141,9 +154,7 @@ def _built_lane(name: str, tokenizer_json: str, options: AccelerationOptions, re
         if mismatch is None:
             return None
         return (
-            f"the backend disagrees with HuggingFace on the ASCII text {mismatch.text!r} (first difference at index "
-            f"{mismatch.first_difference}: backend {mismatch.backend_ids[:12]}, HF {mismatch.hf_ids[:12]}), "
-            "which no guard sends to HuggingFace"
+            f"the backend disagrees with HuggingFace on the ASCII text {mismatch.describe()}, which no guard sends to HuggingFace"
         )
 
     try:
@@ -162,3 +173,11 @@ def _built_lane(name: str, tokenizer_json: str, options: AccelerationOptions, re
         loading.result()  # a backend that cannot load is the clearer cause: raise that first
         raise
     return Lane(name, loading.result(), guard)
+
+
+def probe_lane(lane: Lane, reference: Reference, model: str) -> tuple[str | None, float]:
+    """(a message naming the first edge string the lane gets wrong, or None; seconds taken)."""
+    result = run_probe(lane.backend, reference, lane.guard)
+    if result.mismatch is None:
+        return None, result.seconds
+    return f"backend {lane.name!r} disagrees with HuggingFace for {model} on {result.mismatch.describe()}", result.seconds
