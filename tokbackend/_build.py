@@ -14,7 +14,7 @@ from collections.abc import Hashable, Mapping
 from types import MappingProxyType
 
 from tokbackend._options import AccelerationOptions
-from tokbackend._process.exiting import exiting, watch_exit
+from tokbackend._process.exiting import exiting
 from tokbackend._process.threads import OnItsOwnThread
 from tokbackend._reference import Reference
 from tokbackend._routing import NoExactBackend, Routing, Shortfall, build_routing
@@ -163,7 +163,6 @@ def _prepare(routing: Routing) -> OnItsOwnThread[None]:
         except Exception as error:  # a warm-up that fails (or panics) costs only speed
             logger.warning("backend %s: preparing it failed (%s); it serves unprepared", lane.name, error)
 
-    watch_exit()
     return OnItsOwnThread(prepare, "tokbackend-prepare")
 
 

@@ -19,10 +19,6 @@ except RuntimeError:  # imported while the interpreter exits already
     _exiting.set()
 
 
-def watch_exit() -> None:
-    """Nothing left to do: the exit hook is registered when this module is imported."""
-
-
 def exiting() -> bool:
     """Whether the interpreter has started to exit (see the module docstring)."""
     return _exiting.is_set()
