@@ -1,22 +1,15 @@
 """The bound on a guard derivation where one is served: how long it may take and how much memory.
 
-A replica derives a guard where it first serves a pipeline without a record: `accelerate()`, the
-rebuild after a tokenizer changed, `tokbackend verify`'s changed tokenizers. What a derivation
-costs is set by how far the backend diverges: one right nearly everywhere is derived in about a
-second (`bench/guard_derivation.py`), one wrong nearly everywhere widens the scan to every code
-point (2,200 s for one changed tokenizer in one `tokbackend verify`, to find a-z divergent). So
-the scan checks a `DerivationMeter` between batches of code points, and a derivation past its
-`DerivationBudget` stops with `DerivationOverBudget` and writes no record: the backend is then
-not exact for this tokenizer (HuggingFace serves, or auto tries its next candidate), and
-`tokbackend guard MODEL --full` derives the record offline, with no bound (`UNBOUNDED`).
+A derivation costs what the backend's divergence makes it: about a second for one right nearly
+everywhere, every code point for one wrong nearly everywhere. So the scan checks a
+`DerivationMeter` between batches (a backend blocked inside one call is not cut off), and a
+derivation past its `DerivationBudget` stops with `DerivationOverBudget`, writing nothing: the
+backend is not exact for the tokenizer there, and `tokbackend guard MODEL --full` derives the
+record offline (`UNBOUNDED`).
 
-Time is the lesser of the wall clock and the process's CPU time since the derivation started: a
-machine loaded by other work stretches the wall clock and not the CPU time, so it does not cut
-off a fair derivation; threads working side by side add CPU time faster than the wall clock. A
-backend blocked inside one call is not cut off (the meter is read between calls). Memory is the
-growth of the process's resident set over the lowest it has been since the derivation started (read
-after every batch): memory that other work in the process frees meanwhile (a dropped build, a
-garbage collection, another test's tokenizer) does not make room for the derivation to grow into.
+Time is the lesser of wall-clock and CPU time, so a machine loaded by other work does not cut
+off a fair derivation. Memory is the resident set's growth over its lowest since the start, so
+memory freed meanwhile by other work is no room for the derivation to grow into.
 """
 
 from __future__ import annotations

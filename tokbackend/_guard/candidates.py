@@ -1,13 +1,10 @@
 """The code points a fast derivation scans: where two engines' Unicode tables or rules can differ.
 
-`candidate_runs(tokenizer_json)` gives runs of code points (first, last), each read alike by any
-one engine, from `tokbackend._guard.history`: the code points whose properties changed between
-Unicode versions (runs of one property history), and, one code point a run, those where the
-pipeline's rules can differ between engines: case relatives of the letters its split regex
-matches case-insensitively, whitespace and format characters, and (for a composing normalizer)
-the marks with a non-zero combining class. `sample()` is the safety net over everything else:
-every code point at a fixed stride, scanned in the screen contexts; a divergence there widens
-the scan to the run of code points around it that share its properties.
+`candidate_runs` gives runs of code points each engine reads alike (`history`): those whose
+properties changed between Unicode versions, and single code points where the pipeline's rules can
+differ (case relatives of the letters its regex matches case-insensitively, whitespace and format
+characters, combining marks for a composing normalizer). `sample` is the safety net over the rest;
+a divergence there widens the scan to the run around it (`run_around`).
 """
 
 from __future__ import annotations
@@ -16,12 +13,11 @@ import re
 import unicodedata
 from typing import Any
 
-from tokbackend._guard.contexts import normalizer_types, split_patterns
+from tokbackend._guard.contexts import composes, split_patterns
 from tokbackend._guard.history import changed_runs, rule_sensitive
 from tokbackend._tokenizer_json import top_level_sections
 
 _CASE_INSENSITIVE = re.compile(r"\(\?i:([^)]*)\)")
-_COMPOSING = frozenset({"NFC", "NFKC", "NFD", "NFKD"})
 # Every this many code points of the rest is scanned in the screen contexts: of the planes that
 # hold assigned characters, and of the planes whose properties the stability policy fixes.
 SAMPLE_STRIDE = 61
@@ -41,7 +37,7 @@ def candidate_runs(tokenizer_json: str | dict[str, Any]) -> list[tuple[int, int]
     singles: set[int] = set(rule_sensitive("whitespace_like"))
     for letter in sorted(case_insensitive_letters(split_patterns(spec))):
         singles.update(rule_sensitive(f"case_relatives:{letter}"))
-    if normalizer_types(spec) & _COMPOSING:
+    if composes(spec):
         singles.update(rule_sensitive("combining_marks"))
     covered = {code_point for first, last in runs for code_point in range(first, last + 1)}
     runs += [(code_point, code_point) for code_point in sorted(singles - covered)]

@@ -1,40 +1,19 @@
 """Deriving a guard record: the fast derivation a fresh replica runs, and the full scan.
 
-Two oracles compare a backend with HuggingFace:
+Two oracles compare a backend with HuggingFace: "boundaries", a vocabulary that shows every
+pre-token boundary and normalization difference (`boundaries`; byte-level BPE only, so its record
+is the pipeline's), and "ids", the model's own vocabulary (its record is the model's).
 
-- Oracle "boundaries": the boundary-revealing vocabulary (`tokbackend._guard.boundaries`) over
-  the model's normalizer and pre-tokenizer, in every context: it sees every boundary and
-  normalization difference, whatever the model's merges are. It applies to byte-level BPE
-  pipelines, and what it finds depends on the pipeline alone: its record is the pipeline's.
-- Oracle "ids": the model's own vocabulary. The only oracle where the boundaries one does not
-  apply (SentencePiece-style and WordPiece models: which characters the vocabulary lacks decides
-  what falls back to bytes or unk), so its record is the model's.
+`derive_fast` (seconds, `FastDerivation` at accelerate() time) scans in every context only where
+engines can differ (`candidates`), widening to the run around anything that diverges, and screens
+a fixed-stride sample of the rest. `derive_record` (minutes, offline) scans every code point:
+planes 0-3 and 14 (every plane with assigned characters) in every context; the others, fixed by
+the Unicode stability policy, through the screen contexts, in full where the screen finds anything.
 
-`derive_fast` (seconds; what `accelerate()` runs on a fresh machine) scans, in every context,
-only where two engines can read a code point differently (`tokbackend._guard.candidates`): a
-representative of each run of code points whose Unicode properties changed between versions,
-each code point where engines' rules can differ (case relatives of the pattern's
-case-insensitive letters, whitespace and format characters, combining marks), and the whole run
-of any representative that diverges; a sample of everything else, at a fixed stride, goes
-through the screen contexts as a safety net. `derive_record` (minutes; `tokbackend guard
---full`, and the slow tests that show both find the same code points) runs both oracles over
-every code point: planes 0-3 and 14 (every plane that holds assigned characters in any Unicode
-version to date) in every context; planes 4-13 (no assigned character) and 15-16 (private use
-only), whose properties the Unicode stability policy fixes, through two screen contexts, and in
-full where the screen finds anything.
-
-Derivation uses its own backend instances without a cache budget, so its encodes never count
-toward (or trigger) the serving backend's cache renewals; they are freed when it returns. The
-one exception is the screen with the ids oracle at accelerate() time (`FastDerivation`'s
-`served`): it runs before anything is served, on the served tokenizer and backend themselves,
-rather than building a second instance of each on the start-up path.
-
-Both derivations first compare the backend with HuggingFace on the 128 ASCII code points in every
-context (`refuse_if_wrong_on_ascii`, milliseconds): a backend wrong on a text of ASCII alone is
-wrong where no guard can send the text to HuggingFace, and a derivation for it would find nearly
-every code point divergent and scan them all. The fast derivation is bounded where it runs at
-serving time (`tokbackend._guard.bound`: its `budget`, checked between scan batches); the full one,
-offline, is not.
+Both first refuse a backend wrong on ASCII text (`refuse_if_wrong_on_ascii`), which no guard can
+send to HuggingFace. Derivations build their own backend instances, so their encodes never count
+toward the served backend's cache renewals; only the start-up screen with the "ids" oracle uses
+the served pair, to build no second instance on the start-up path.
 """
 
 from __future__ import annotations
@@ -78,8 +57,8 @@ def core_contexts(contexts: list[ScanContext], per_family: int = 2) -> list[Scan
     taken: dict[str, int] = {}
     core = []
     for context in contexts:
-        if taken.get(context.family, 0) < per_family:
-            taken[context.family] = taken.get(context.family, 0) + 1
+        taken[context.family] = taken.get(context.family, 0) + 1
+        if taken[context.family] <= per_family:
             core.append(context)
     return core
 
@@ -90,14 +69,11 @@ def refuse_if_wrong_on_ascii(
     what: str,
     meter: DerivationMeter | None = None,
 ) -> None:
-    """Raise GuardUnavailableError at the first text of ASCII alone (an ASCII code point in a
-    context of ASCII neighbours) on which the backend (`encoders`: HuggingFace's, the backend's)
-    differs from HuggingFace: no guard sends such a text to HuggingFace (`UnicodeGuard.needs_hf`),
-    so no guard makes the backend exact (see the module docstring). `what`: the derivation, for
-    the message."""
+    """Raise GuardUnavailableError at the first ASCII-only text (an ASCII code point in an ASCII
+    context) on which the backend differs from HuggingFace (`encoders`: HF's, the backend's): no
+    guard sends such a text to HuggingFace, so none makes the backend exact. `what`: for the message."""
     reference, candidate = encoders
-    ascii_contexts = [context for context in contexts if context.template.isascii()]
-    for context in ascii_contexts:
+    for context in [context for context in contexts if context.template.isascii()]:
         found = scan(reference, {"backend": candidate}, [context], list(ASCII), meter=meter)["backend"].divergent[context]
         if found:
             raise GuardUnavailableError(
@@ -108,7 +84,7 @@ def refuse_if_wrong_on_ascii(
 
 def _ascii_example(encoders: tuple[BatchEncoder, BatchEncoder], context: ScanContext, code_point: int) -> str:
     """'the ASCII text 'a's' (backend [...], HF [...])': the code point in its context, alone or
-    between the line breaks of the scan's strings (`scan._culprits` found it in one of them)."""
+    between the line breaks of the scan's strings (where `scan._culprits` may have found it)."""
     reference, candidate = encoders
     text = context.format(chr(code_point))
     for framed in (text, f"\n{text}\n"):
@@ -172,8 +148,7 @@ def derive_record(
     contexts = contexts or derive_contexts(tokenizer_json)
     started = time.perf_counter()
     reports = run_oracles(tokenizer_json, build_backend, contexts, code_points, progress)
-    scanned = max(report.scanned for report in reports.values())
-    return _record(tokenizer_json, backend_name, key, versions, contexts, reports, "full", scanned, started)
+    return _record(tokenizer_json, backend_name, key, versions, contexts, reports, "full", started)
 
 
 def derive_fast(
@@ -187,19 +162,16 @@ def derive_fast(
     budget: DerivationBudget = UNBOUNDED,
 ) -> GuardRecord:
     """The fast derivation (see the module docstring). `code_points`: scan exactly these in every
-    context instead (tests narrow a derivation so). `budget`: its bound (`tokbackend._guard.bound`;
-    raises DerivationOverBudget past it); none by default, as offline."""
+    context instead. `budget`: raises DerivationOverBudget past it; none by default, as offline."""
     derivation = FastDerivation(tokenizer_json, build_backend, code_points, progress, budget=budget, backend_name=backend_name)
     return derivation.record(backend_name, key, versions)
 
 
 class FastDerivation:
-    """`derive_fast` in two steps. Building it runs the cheap part: the oracle's encoders, the
-    comparison on ASCII (`refuse_if_wrong_on_ascii`) and the safety-net screen of the sample (a
-    fraction of a second); `record()` then scans every candidate run, and the run around each
-    code point the screen found, in every context. Both steps together keep to `budget` (the
-    time between them not counted); either raises GuardUnavailableError (DerivationOverBudget
-    past the budget), having written nothing."""
+    """`derive_fast` in two steps: building it runs the cheap part (the comparison on ASCII and
+    the screen of the sample); `record()` scans every candidate run, and the run around each code
+    point the screen found, in every context. Together they keep to `budget` (the time between
+    them not counted); either raises GuardUnavailableError, having written nothing."""
 
     def __init__(
         self,
@@ -212,14 +184,11 @@ class FastDerivation:
         backend_name: str = "backend",
         ascii_probed: bool = False,
     ) -> None:
-        """served: (HuggingFace's, the backend's) encode of this very tokenizer, for the screen
-        where the oracle is "ids" (the same tokenizer.json, so the same ids): it then builds
-        no instance of its own before `record()`, which builds them (its encodes must not count
-        toward the served backend's renewals).
-        `backend_name`: for messages. `ascii_probed`: the caller has refused a backend wrong on
-        ASCII already (the boot probe's ASCII texts, `load_guard(refuses=...)`), so the screen
-        skips its own comparison (60 ms of a 32k-piece SentencePiece-style start-up on 2
-        cores); `record()` makes it in every case, before its scan."""
+        """served: (HF's, the backend's) encode of this very tokenizer, for the screen where the
+        oracle is "ids"; `record()` builds its own (its encodes must not count toward the served
+        backend's renewals). `ascii_probed`: the caller has refused a backend wrong on ASCII
+        already (`load_guard(refuses=...)`), so the screen skips that comparison; `record()`
+        makes it in every case."""
         self._started = time.perf_counter()
         self._budget = budget
         self._what = f"the {backend_name} guard for {describe_pipeline(tokenizer_json)}"
@@ -283,17 +252,8 @@ class FastDerivation:
                 for context, found in self._scanned(rest, meter).divergent.items():
                     merged.divergent[context] = sorted({*merged.divergent.get(context, ()), *found})
             merged.scanned = len(chosen) + len(self._samples) + len(rest)
-        return _record(
-            self._tokenizer_json,
-            backend_name,
-            key,
-            versions,
-            self._contexts,
-            {self._oracle: merged},
-            "fast",
-            merged.scanned,
-            self._started,
-        )
+        reports = {self._oracle: merged}
+        return _record(self._tokenizer_json, backend_name, key, versions, self._contexts, reports, "fast", self._started)
 
 
 def _spread_over_runs(report: ScanReport, runs: list[tuple[int, int]]) -> tuple[ScanReport, list[tuple[int, int]]]:
@@ -325,7 +285,6 @@ def _record(
     contexts: list[ScanContext],
     reports: dict[str, ScanReport],
     derivation: str,
-    scanned: int,
     started: float,
 ) -> GuardRecord:
     union = sorted({code_point for report in reports.values() for code_point in report.all_divergent})
@@ -346,7 +305,7 @@ def _record(
         "derivation": derivation,
         "derived_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "scan_seconds": round(time.perf_counter() - started, 1),
-        "code_points_scanned": scanned,
+        "code_points_scanned": max(report.scanned for report in reports.values()),
         "contexts": [[context.template, context.family] for context in contexts],
         "code_points": [list(pair) for pair in ranges(union)],
         "found_by": {

@@ -1,24 +1,13 @@
-"""Guard records on disk: what they are keyed by, where they are looked up, what they are valid
-for, and the cross-process lock that makes one process per machine derive a missing one.
+"""Guard records on disk: their keys, where they are looked up, the versions they hold for, and
+the lock that lets one process per machine derive a missing one.
 
-A record is keyed by everything its content depends on. A pipeline record (scope "pipeline"),
-by the backend's guard family and the pipeline up to the model (normalizer, pre-tokenizer, and
-the model settings the boundary oracle keeps: type and dropout, and a subword prefix or suffix
-where one is set; not its vocabulary, merges or added tokens), `pipeline_fingerprint`: for
-byte-level BPE pipelines the derivation's oracle uses a vocabulary of its own
-(`tokbackend._guard.boundaries`) and nothing else of the model, and derivations with the models'
-real vocabularies find the same code points (`tests/test_guard.py`). Where that oracle does not
-apply (SentencePiece-style and WordPiece models, whose vocabularies decide which characters fall
-back to bytes or unk), or the model's own vocabulary found more, the record is the model's
-(scope "model"): its derivation encoded with the vocabulary, merges and added tokens, so it is
-keyed by the pipeline, `model_fingerprint` and `vocabulary_fingerprint` (the model with its added
-tokens): a tokenizer changed by an added token never reuses the record of the one before.
-Each record lists every set of library versions it was derived on (`applies_to`).
-
-Lookup order: a baked directory ($TOKBACKEND_GUARD_DIR, written by `tokbackend guard MODEL
---output DIR`), the records shipped in the package, the cache; in each, a record for the
-pipeline, then one for the model, then a record of the earlier format keyed by the whole model
-(format 2: they keep working until re-derived).
+A record is keyed by what decides its content. Where the vocabulary-free oracle applies (byte-level
+BPE) and the model's own vocabulary found nothing more, that is the pipeline up to the model
+(scope "pipeline", `pipeline_fingerprint`); otherwise the record is the model's (scope "model"),
+keyed also by `model_fingerprint` and `vocabulary_fingerprint` (added tokens included, so a
+tokenizer changed by an added token never reuses the record of the one before). Lookup order:
+$TOKBACKEND_GUARD_DIR, the shipped records, the cache; in each, pipeline, then model, then the
+earlier format (2, keyed by the whole model), which keeps working until re-derived.
 """
 
 from __future__ import annotations
@@ -52,15 +41,10 @@ _SUBWORD_AFFIXES = ("continuing_subword_prefix", "end_of_word_suffix")
 GuardRecord = dict[str, Any]  # a record as its JSON file holds it
 
 
-def installed_versions(libraries: tuple[str, ...]) -> dict[str, str]:
-    """The installed versions of `libraries` (a backend's and HF tokenizers')."""
-    return {library: _installed_version(library) for library in libraries}
-
-
 @functools.cache
-def _installed_version(library: str) -> str:
-    # read once per process (a few ms each from the installed metadata): a library replaced
-    # under a running process is not the one it imported either
+def installed_version(library: str) -> str:
+    """`library`'s installed version, read once per process: one replaced under a running process
+    is not the one it imported either."""
     try:
         return version(library)
     except PackageNotFoundError:
@@ -68,11 +52,10 @@ def _installed_version(library: str) -> str:
 
 
 def model_fingerprint(tokenizer_json: str) -> str:
-    """Hash of what decides Unicode handling: normalizer, pre-tokenizer and model (vocab,
-    merges). Added tokens are left out, so adding tokens does not force a re-derivation.
+    """Hash of normalizer, pre-tokenizer and model (vocab, merges), added tokens left out.
 
-    Parsing a 248k-token vocabulary takes seconds, so only the small sections are parsed; the
-    model section, which HF's serializer writes last, is hashed as text (~30 ms in all).
+    Only the small sections are parsed (a large vocabulary takes seconds); the model section,
+    which HF's serializer writes last, is hashed as text.
     """
     sections = top_level_sections(tokenizer_json)
     digest = hashlib.sha256()
@@ -98,8 +81,7 @@ def vocabulary_fingerprint(tokenizer_json: str) -> str:
 
 def pipeline_fingerprint(tokenizer_json: str) -> str:
     """Hash of the pipeline up to the model: normalizer, pre-tokenizer, model type and dropout,
-    and a subword prefix or suffix where set, in a canonical form (`_canonical`). Parses only the
-    small sections (~1 ms for a 248k-token vocabulary)."""
+    and a subword prefix or suffix where set, in a canonical form (`_canonical`)."""
     sections = top_level_sections(tokenizer_json)
     digest = hashlib.sha256()
     for part in ("normalizer", "pre_tokenizer"):
@@ -183,14 +165,6 @@ def _result_digest(record: GuardRecord) -> str:
     return hashlib.sha256(json.dumps(found, sort_keys=True).encode("utf-8")).hexdigest()[:8]
 
 
-def _file_prefix(record: GuardRecord) -> str:
-    """The file name's start: family, pipeline, and the model and vocabulary where the record is the model's."""
-    prefix = f"{record['backend']}-p{record['pipeline'][:16]}-"
-    if record.get("scope") != "model":
-        return prefix
-    return prefix + f"m{record['model_fingerprint'][:12]}-v{record['vocabulary_fingerprint'][:12]}-"
-
-
 def search_path(cache_dir: Path, shipped: Path = SHIPPED_RECORDS) -> list[Path]:
     """Directories searched for records, first match wins: baked, `shipped`, the cache's."""
     baked = os.environ.get(BAKED_RECORDS_ENV)
@@ -223,11 +197,11 @@ def find_record(
 
 
 def _glob(key: RecordKey, matched: str) -> str:
-    if matched == "pipeline":
-        return f"{key.family}-p{key.pipeline[:16]}-[!m]*.json"
-    if matched == "model":
-        return f"{key.family}-p{key.pipeline[:16]}-m{key.model[:12]}-v{key.vocabulary[:12]}-*.json"
-    return f"{key.family}-{key.model[:16]}-*.json"
+    """The names `write_record` gives the records `key` may match as `matched`."""
+    if matched == "model, earlier format":
+        return f"{key.family}-{key.model[:16]}-*.json"
+    pipeline = f"{key.family}-p{key.pipeline[:16]}-"
+    return pipeline + ("[!m]*.json" if matched == "pipeline" else f"m{key.model[:12]}-v{key.vocabulary[:12]}-*.json")
 
 
 def _applies(record: GuardRecord, key: RecordKey, matched: str) -> bool:
@@ -247,10 +221,12 @@ def write_record(record: GuardRecord, directory: Path) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     record = {key: value for key, value in record.items() if key not in ("path", "matched", "matched_versions")}
     if record.get("format") == LEGACY_FORMAT:
-        name = f"{record['backend']}-{record['model_fingerprint'][:16]}-{_result_digest(record)}.json"
+        prefix = f"{record['backend']}-{record['model_fingerprint'][:16]}-"
     else:
-        name = f"{_file_prefix(record)}{_result_digest(record)}.json"
-    path = directory / name
+        prefix = f"{record['backend']}-p{record['pipeline'][:16]}-"
+        if record.get("scope") == "model":
+            prefix += f"m{record['model_fingerprint'][:12]}-v{record['vocabulary_fingerprint'][:12]}-"
+    path = directory / f"{prefix}{_result_digest(record)}.json"
     existing = read_json_object(path, "guard record")
     if existing is not None:
         merged = existing.get("applies_to", []) + [
