@@ -73,6 +73,7 @@ class UnicodeGuard:
         self._table = None if self._few is not None else _lookup_table(code_points)
 
     def needs_hf(self, text: str) -> bool:
+        """Whether `text` holds a divergent code point, so that HuggingFace must answer it."""
         if not self.code_points or text.isascii():
             return False
         if self._few is not None:
@@ -124,8 +125,7 @@ class UnicodeGuard:
 @functools.lru_cache(maxsize=8)
 def _lookup_table(code_points: frozenset[int]) -> np.ndarray:
     table = np.zeros(0x110000, dtype=np.bool_)
-    if code_points:
-        table[np.fromiter(code_points, dtype=np.int64)] = True
+    table[np.fromiter(code_points, dtype=np.int64)] = True
     return table
 
 

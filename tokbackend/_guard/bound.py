@@ -1,15 +1,11 @@
 """The bound on a guard derivation where one is served: how long it may take and how much memory.
 
-A derivation costs what the backend's divergence makes it: about a second for one right nearly
-everywhere, every code point for one wrong nearly everywhere. So the scan checks a
-`DerivationMeter` between batches (a backend blocked inside one call is not cut off), and a
-derivation past its `DerivationBudget` stops with `DerivationOverBudget`, writing nothing: the
-backend is not exact for the tokenizer there, and `tokbackend guard MODEL --full` derives the
-record offline (`UNBOUNDED`).
-
-Time is the lesser of wall-clock and CPU time, so a machine loaded by other work does not cut
-off a fair derivation. Memory is the resident set's growth over its lowest since the start, so
-memory freed meanwhile by other work is no room for the derivation to grow into.
+A backend wrong nearly everywhere widens the fast derivation to every code point, so the scan
+checks a `DerivationMeter` between batches (a backend blocked inside one call is not cut off), and
+a derivation past its `DerivationBudget` stops with `DerivationOverBudget`, writing nothing; the
+backend is then not exact for the tokenizer there, and `tokbackend guard MODEL --full` derives the
+record offline. Time is the lesser of wall-clock and CPU time (a loaded machine does not cut off a
+fair derivation); memory, the resident set's growth over its lowest since the start.
 """
 
 from __future__ import annotations
@@ -78,23 +74,13 @@ class DerivationMeter:
         self.budget = budget
         self.what = what
         self._spent = spent_seconds
-        self._clocks = budget.clocks
-        self._started = tuple(clock() for clock in self._clocks)
+        self._started = tuple(clock() for clock in budget.clocks)
         # the lowest the resident set has been since the start: growth is counted from there
         self._lowest_resident = resident_bytes() if budget.megabytes is not None else 0
 
     def seconds(self) -> float:
         """Seconds spent: the lesser of wall-clock and CPU time, with what earlier parts took."""
-        return self._spent + min(clock() - started for clock, started in zip(self._clocks, self._started))
-
-    def growth_mib(self) -> float:
-        """MiB the resident set has grown by over the lowest it has been since the meter started
-        (0 where memory is unbounded)."""
-        if self.budget.megabytes is None:
-            return 0.0
-        now = resident_bytes()
-        self._lowest_resident = min(self._lowest_resident, now)
-        return (now - self._lowest_resident) / MIB
+        return self._spent + min(clock() - started for clock, started in zip(self.budget.clocks, self._started))
 
     def check(self, progress: str) -> None:
         """Raise `DerivationOverBudget` where the derivation is past its budget; `progress`
@@ -102,8 +88,11 @@ class DerivationMeter:
         budget = self.budget
         if budget.seconds is not None and (spent := self.seconds()) > budget.seconds:
             self._stop("time", f"{spent:.1f} s of its {budget.seconds:g} s, the lesser of wall-clock and CPU time", progress)
-        if budget.megabytes is not None and (grown := self.growth_mib()) > budget.megabytes:
-            self._stop("memory", f"{grown:.0f} MiB of resident memory of its {budget.megabytes:g} MiB", progress)
+        if budget.megabytes is not None:
+            now = resident_bytes()
+            self._lowest_resident = min(self._lowest_resident, now)
+            if (grown := (now - self._lowest_resident) / MIB) > budget.megabytes:
+                self._stop("memory", f"{grown:.0f} MiB of resident memory of its {budget.megabytes:g} MiB", progress)
 
     def _stop(self, what: str, spent: str, progress: str) -> None:
         raise DerivationOverBudget(

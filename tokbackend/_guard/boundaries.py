@@ -1,12 +1,10 @@
-"""The second oracle: a vocabulary in which every pre-token boundary next to a non-ASCII
+"""The "boundaries" oracle: a vocabulary in which every pre-token boundary next to a non-ASCII
 character shows in the ids, whatever the model's real merges are.
 
 It keeps the model's normalizer and pre-tokenizer and swaps in a byte-level BPE vocabulary whose
-only merges join a non-ASCII character's edge bytes to its neighbours' ((ASCII, lead byte),
-(continuation byte, ASCII), (continuation byte, lead byte)). No two such merges share a byte, so
+only merges join a non-ASCII character's edge bytes to its neighbours': no two share a byte, so
 each pair merges exactly when both characters are in one pre-token, and the single-byte ids left
-spell out the normalized text: a boundary or normalization difference changes the ids. Byte-level
-BPE tokenizers only; for others the model's own vocabulary (the "ids" oracle) derives the guard.
+spell out the normalized text. Byte-level BPE tokenizers only.
 """
 
 from __future__ import annotations

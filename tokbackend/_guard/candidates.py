@@ -15,6 +15,7 @@ from typing import Any
 
 from tokbackend._guard.contexts import composes, split_patterns
 from tokbackend._guard.history import changed_runs, rule_sensitive
+from tokbackend._guard.scan import from_ranges
 from tokbackend._tokenizer_json import top_level_sections
 
 _CASE_INSENSITIVE = re.compile(r"\(\?i:([^)]*)\)")
@@ -24,23 +25,19 @@ SAMPLE_STRIDE = 61
 FIXED_PLANES_STRIDE = 4099
 
 
-def case_insensitive_letters(patterns: list[str]) -> set[str]:
-    """The ASCII letters inside the patterns' `(?i:...)` groups."""
-    groups = [group for pattern in patterns for group in _CASE_INSENSITIVE.findall(pattern)]
-    return {character.lower() for group in groups for character in group if character.isalpha() and character.isascii()}
-
-
 def candidate_runs(tokenizer_json: str | dict[str, Any]) -> list[tuple[int, int]]:
     """Runs of code points to scan in every context (see the module docstring)."""
     spec = top_level_sections(tokenizer_json) if isinstance(tokenizer_json, str) else tokenizer_json  # vocabulary unparsed
     runs = list(changed_runs())
     singles: set[int] = set(rule_sensitive("whitespace_like"))
-    for letter in sorted(case_insensitive_letters(split_patterns(spec))):
+    groups = [group for pattern in split_patterns(spec) for group in _CASE_INSENSITIVE.findall(pattern)]
+    # the ASCII letters the pattern matches case-insensitively
+    letters = {character.lower() for group in groups for character in group if character.isalpha() and character.isascii()}
+    for letter in sorted(letters):
         singles.update(rule_sensitive(f"case_relatives:{letter}"))
     if composes(spec):
         singles.update(rule_sensitive("combining_marks"))
-    covered = {code_point for first, last in runs for code_point in range(first, last + 1)}
-    runs += [(code_point, code_point) for code_point in sorted(singles - covered)]
+    runs += [(code_point, code_point) for code_point in sorted(singles - from_ranges(runs))]
     return sorted(runs)
 
 
@@ -52,7 +49,7 @@ def representatives(run: tuple[int, int]) -> tuple[int, ...]:
 
 def sample(planes: tuple[int, ...], runs: list[tuple[int, int]], stride: int = SAMPLE_STRIDE) -> list[int]:
     """Every `stride`-th code point of `planes` outside `runs` (surrogates left out)."""
-    covered = {code_point for first, last in runs for code_point in range(first, last + 1)}
+    covered = from_ranges(runs)
     return [
         code_point
         for plane in planes

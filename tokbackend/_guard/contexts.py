@@ -1,15 +1,11 @@
 """Scan contexts derived from a tokenizer's own pre-tokenizer and normalizer.
 
-A code point makes two engines disagree only through a property one of them reads differently
-(the split regex's classes, case folding inside `(?i:...)`, the normalizer's tables), and only
-where that moves a pre-token boundary or a normalized character: between the code point and a
-neighbour of another class. So the contexts put each code point, on both sides, next to every
-class and literal the pattern distinguishes: letters of each case class and marks; each
-contraction after it and it in place of each contraction letter (where case folding shows);
-punctuation, symbols and the pattern's literals; digits in runs past the pattern's grouping; each
-kind of whitespace; and, for a composing normalizer, repeats and marks of combining class 1, 220,
-230 and 240 (the extremes reorder where one engine knows a class the other does not). Each
-context keeps its family, so a guard says what kind of divergence each code point showed.
+A code point makes two engines disagree only where a property one reads differently (the split
+regex's classes, case folding, the normalizer's tables) moves a pre-token boundary or a normalized
+character: next to a neighbour of another class. So each code point is put, on both sides, next to
+every class and literal the pattern distinguishes, each contraction and its letters, digit runs,
+each kind of whitespace and, for a composing normalizer, repeats and marks of the extreme
+combining classes. Each context keeps its family, so a guard says what kind of divergence it saw.
 """
 
 from __future__ import annotations

@@ -1,24 +1,19 @@
 """Deriving a guard record: the fast derivation a fresh replica runs, and the full scan.
 
-Two oracles compare a backend with HuggingFace: "boundaries", a vocabulary that shows every
-pre-token boundary and normalization difference (`boundaries`; byte-level BPE only, so its record
-is the pipeline's), and "ids", the model's own vocabulary (its record is the model's).
-
-`derive_fast` (seconds, `FastDerivation` at accelerate() time) scans in every context only where
-engines can differ (`candidates`), widening to the run around anything that diverges, and screens
-a fixed-stride sample of the rest. `derive_record` (minutes, offline) scans every code point:
-planes 0-3 and 14 (every plane with assigned characters) in every context; the others, fixed by
-the Unicode stability policy, through the screen contexts, in full where the screen finds anything.
-
-Both first refuse a backend wrong on ASCII text (`refuse_if_wrong_on_ascii`), which no guard can
-send to HuggingFace. Derivations build their own backend instances, so their encodes never count
-toward the served backend's cache renewals; only the start-up screen with the "ids" oracle uses
-the served pair, to build no second instance on the start-up path.
+Two oracles compare a backend with HuggingFace: "boundaries" (`boundaries`, byte-level BPE only:
+its record is the pipeline's) and "ids", the model's own vocabulary (its record is the model's).
+`derive_fast` scans where engines can differ (`candidates`) and screens a sample of the rest;
+`derive_record`, offline, scans every plane with assigned characters in every context and the
+others, whose properties the Unicode stability policy fixes, through a screen. Both first refuse a
+backend wrong on ASCII text, which no guard can send to HuggingFace. Derivations encode with their
+own backend instances, never counting toward the served one's cache renewals; only the start-up
+screen with the "ids" oracle uses the served pair, to build no second instance on that path.
 """
 
 from __future__ import annotations
 
 import datetime
+import functools
 import time
 from collections.abc import Callable
 
@@ -27,7 +22,7 @@ from tokbackend._guard.boundaries import boundary_tokenizer_json
 from tokbackend._guard.candidates import FIXED_PLANES_STRIDE, candidate_runs, representatives, run_around, sample
 from tokbackend._guard.contexts import ScanContext, derive_contexts
 from tokbackend._guard.records import RECORD_FORMAT, GuardRecord, RecordKey, describe_pipeline
-from tokbackend._guard.scan import ScanReport, plane_code_points, ranges, scan
+from tokbackend._guard.scan import ScanReport, from_ranges, plane_code_points, ranges, scan
 from tokbackend.backends._base import BatchEncoder, EncodeBackend
 
 FULL_PLANES = (0, 1, 2, 3, 14)
@@ -35,7 +30,6 @@ SCREENED_PLANES = (4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15, 16)
 SCREEN_CONTEXTS = (ScanContext("a{0}'s {0}1", "screen"), ScanContext(" {0}{0}\u0301 \u0345{0}\u0334", "screen"))
 
 BackendBuilder = Callable[[str], EncodeBackend]  # tokenizer.json -> a backend (its encode_batch is used)
-ASCII = tuple(range(0x80))
 
 
 def _hf_encoder(tokenizer_json: str) -> BatchEncoder:
@@ -50,6 +44,11 @@ def _hf_encoder(tokenizer_json: str) -> BatchEncoder:
         return [encoding.ids for encoding in tokenizer.encode_batch_fast(texts, add_special_tokens=False)]
 
     return encode_batch
+
+
+def _encoder_pair(tokenizer_json: str, build_backend: BackendBuilder) -> tuple[BatchEncoder, BatchEncoder]:
+    """(HuggingFace's, a new backend instance's) encode of `tokenizer_json`."""
+    return _hf_encoder(tokenizer_json), build_backend(tokenizer_json).encode_batch
 
 
 def core_contexts(contexts: list[ScanContext], per_family: int = 2) -> list[ScanContext]:
@@ -74,7 +73,7 @@ def refuse_if_wrong_on_ascii(
     guard sends such a text to HuggingFace, so none makes the backend exact. `what`: for the message."""
     reference, candidate = encoders
     for context in [context for context in contexts if context.template.isascii()]:
-        found = scan(reference, {"backend": candidate}, [context], list(ASCII), meter=meter)["backend"].divergent[context]
+        found = scan(reference, {"backend": candidate}, [context], list(range(0x80)), meter=meter)["backend"].divergent[context]
         if found:
             raise GuardUnavailableError(
                 f"{what}: not derived: the backend differs from HuggingFace on {_ascii_example(encoders, context, found[0])}, "
@@ -109,15 +108,11 @@ def run_oracles(
     code_points: list[int] | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, ScanReport]:
-    """{"ids": report, "boundaries": report (absent when that oracle does not apply)}.
-
-    code_points: scan exactly these in every context, no screen (default: the plan above).
-    """
+    """{"ids": report, "boundaries": report (where that oracle applies)}; `code_points`: scan
+    exactly these in every context, no screen (default: the plan in the module docstring)."""
     contexts = derive_contexts(tokenizer_json) if contexts is None else contexts
-    encoders = {"ids": (_hf_encoder(tokenizer_json), build_backend(tokenizer_json).encode_batch)}
-    boundary_json = boundary_tokenizer_json(tokenizer_json)
-    if boundary_json is not None:
-        encoders["boundaries"] = (_hf_encoder(boundary_json), build_backend(boundary_json).encode_batch)
+    oracles = {"ids": tokenizer_json, "boundaries": boundary_tokenizer_json(tokenizer_json)}
+    encoders = {oracle: _encoder_pair(text, build_backend) for oracle, text in oracles.items() if text is not None}
     contexts_of = {"ids": core_contexts(contexts), "boundaries": contexts}
     for oracle, pair in encoders.items():
         refuse_if_wrong_on_ascii(pair, contexts_of[oracle], f"the full derivation (oracle {oracle})")
@@ -191,37 +186,34 @@ class FastDerivation:
         makes it in every case."""
         self._started = time.perf_counter()
         self._budget = budget
+        self._progress = progress
+        self._build_backend = build_backend
         self._what = f"the {backend_name} guard for {describe_pipeline(tokenizer_json)}"
         meter = budget.meter(self._what)
         self._tokenizer_json = tokenizer_json
-        self._progress = progress
-        spec_json = boundary_tokenizer_json(tokenizer_json)
-        self._oracle = "ids" if spec_json is None else "boundaries"
-        self._oracle_json = tokenizer_json if spec_json is None else spec_json
-        self._build_backend = build_backend
-        self._encoders: tuple[BatchEncoder, BatchEncoder] | None = None
-        self._contexts = derive_contexts(tokenizer_json)
         self._code_points = code_points
+        boundary_json = boundary_tokenizer_json(tokenizer_json)
+        self._oracle = "ids" if boundary_json is None else "boundaries"
+        self._oracle_json = boundary_json or tokenizer_json
+        self._contexts = derive_contexts(tokenizer_json)
         if code_points is None:
             self._runs = candidate_runs(tokenizer_json)
             self._samples = sample(FULL_PLANES, self._runs) + sample(SCREENED_PLANES, self._runs, FIXED_PLANES_STRIDE)
             screen = served if served is not None and self._oracle == "ids" else None
             if not ascii_probed:
-                refuse_if_wrong_on_ascii(screen or self._own_encoders(), self._contexts, self._what, meter)
+                refuse_if_wrong_on_ascii(screen or self._own_encoders, self._contexts, self._what, meter)
             screened = self._scanned(self._samples, meter, SCREEN_CONTEXTS, screen)
             # the runs around what the screen found (each up to 8,193 code points, read one by one)
             self._widened = []
-            for point in screened.all_divergent:
+            for point in (found := screened.all_divergent):
                 self._widened.append(run_around(point))
-                meter.check(
-                    f"the runs around {len(self._widened)} of the {len(screened.all_divergent)} code points the screen found"
-                )
+                meter.check(f"the runs around {len(self._widened)} of the {len(found)} code points the screen found")
         self._spent = meter.seconds()
 
+    @functools.cached_property
     def _own_encoders(self) -> tuple[BatchEncoder, BatchEncoder]:
-        if self._encoders is None:
-            self._encoders = (_hf_encoder(self._oracle_json), self._build_backend(self._oracle_json).encode_batch)
-        return self._encoders
+        """The oracle's pair, built on first use."""
+        return _encoder_pair(self._oracle_json, self._build_backend)
 
     def _scanned(
         self,
@@ -231,7 +223,7 @@ class FastDerivation:
         encoders: tuple[BatchEncoder, BatchEncoder] | None = None,
     ) -> ScanReport:
         over = self._contexts if over is None else over
-        reference, candidate = encoders or self._own_encoders()
+        reference, candidate = encoders or self._own_encoders
         if self._progress is not None:
             self._progress(f"{self._oracle}: {len(points)} code points x {len(over)} contexts")
         return scan(reference, {self._oracle: candidate}, over, points, meter=meter)[self._oracle]
@@ -240,14 +232,14 @@ class FastDerivation:
         """The record of the fast derivation (see the module docstring)."""
         meter = self._budget.meter(self._what, self._spent)
         if self._code_points is not None:
-            refuse_if_wrong_on_ascii(self._own_encoders(), self._contexts, self._what, meter)
+            refuse_if_wrong_on_ascii(self._own_encoders, self._contexts, self._what, meter)
             merged = self._scanned(self._code_points, meter)
         else:
             runs = self._runs
             chosen = sorted({point for run in runs for point in representatives(run)})
             merged, widen = _spread_over_runs(self._scanned(chosen, meter), runs)
             widen += self._widened
-            rest = sorted({point for low, high in widen for point in range(low, high + 1)} - set(chosen))
+            rest = sorted(from_ranges(widen) - set(chosen))
             if rest:
                 for context, found in self._scanned(rest, meter).divergent.items():
                     merged.divergent[context] = sorted({*merged.divergent.get(context, ()), *found})
@@ -257,10 +249,9 @@ class FastDerivation:
 
 
 def _spread_over_runs(report: ScanReport, runs: list[tuple[int, int]]) -> tuple[ScanReport, list[tuple[int, int]]]:
-    """What the representatives' scan says of every code point: a run whose representatives
-    all diverge in the same contexts diverges there whole, one where none diverges nowhere
-    (every engine reads a run alike, see `tokbackend._guard.history`); a run whose
-    representatives disagree is returned to be scanned whole."""
+    """What the representatives' scan says of every code point (every engine reads a run alike,
+    `history`): a run whose representatives all diverge in the same contexts diverges there whole,
+    one where none diverges nowhere; a run whose representatives disagree is returned, to scan whole."""
     contexts_of: dict[int, frozenset[ScanContext]] = {}
     for context, found in report.divergent.items():
         for point in found:

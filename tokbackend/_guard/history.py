@@ -1,14 +1,11 @@
 """Which code points' Unicode properties differ between the Unicode versions engines ship.
 
-Two engines read a code point differently only where their tables differ (the UCD changed its
-category, combining class or decomposition, or assigned it later) or their rules do (case
-folding, what `\\s` means). `unicode_history.json` lists the first kind as runs (maximal ranges of
-one property history and one UTF-8 length, which every engine reads alike) from Unicode 14.0, the
-oldest any engine here uses, to the newest; and the second kind: case relatives of the ASCII
-letters (`ſ` folds to `s`), whitespace, format and control characters, and combining marks.
-
-Regenerate with the UCD package of each version installed side by side (`pip install --target
-DIR/unicodedata2-X unicodedata2==X`), the newest last:
+Engines read a code point differently only where their tables differ (the UCD changed or newly
+assigned it) or their rules do (case folding, `\\s`). `unicode_history.json` lists the first as
+runs each engine reads alike (one property history and UTF-8 length, Unicode 14.0, the oldest any
+engine here uses, to the newest) and the second as case relatives of the ASCII letters, whitespace
+and format characters, and combining marks. Regenerate with each version's `unicodedata2`
+installed side by side (`pip install --target DIR/unicodedata2-X unicodedata2==X`), the newest last:
 
     python -m tokbackend._guard.history DIR/unicodedata2-15.0.0 ... DIR/unicodedata2-18.0.0
 """
@@ -73,17 +70,13 @@ def build(installations: list[str]) -> dict[str, Any]:
     runs: list[list[int]] = []
     previous = None
     for code_point in range(0x110000):
-        if tables[0]["props"][code_point] is None:
-            previous = None
+        if tables[0]["props"][code_point] is None:  # a surrogate
             continue
-        values = [tuple(table["props"][code_point]) for table in tables]
-        if code_point in _HANGUL_SYLLABLES:
-            values = [value[:2] for value in values]
+        values = [tuple(table["props"][code_point])[: 2 if code_point in _HANGUL_SYLLABLES else 3] for table in tables]
         if len(set(values)) == 1:
-            previous = None
             continue
         key = (tuple(values), len(chr(code_point).encode("utf-8")))
-        if key == previous and runs[-1][1] == code_point - 1:
+        if key == previous and runs[-1][1] == code_point - 1:  # a run only of neighbours
             runs[-1][1] = code_point
         else:
             runs.append([code_point, code_point])
@@ -95,12 +88,11 @@ def build(installations: list[str]) -> dict[str, Any]:
     marks = [cp for cp in range(0x110000) if newest[cp] and newest[cp][1]]
     relatives: dict[str, list[int]] = {letter: [] for letter in "abcdefghijklmnopqrstuvwxyz"}
     for cp in range(0x80, 0x110000):
-        if newest[cp] is None:
-            continue
-        character = chr(cp)
-        mapped = (character.lower() + character.upper() + character.casefold()).lower()
-        for letter in set(mapped) & relatives.keys():
-            relatives[letter].append(cp)
+        if newest[cp] is not None:
+            character = chr(cp)
+            mapped = (character.lower() + character.upper() + character.casefold()).lower()
+            for letter in set(mapped) & relatives.keys():
+                relatives[letter].append(cp)
     return {
         "versions": [table["version"] for table in tables],
         "changed_runs": runs,

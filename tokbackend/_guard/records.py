@@ -1,13 +1,11 @@
 """Guard records on disk: their keys, where they are looked up, the versions they hold for, and
 the lock that lets one process per machine derive a missing one.
 
-A record is keyed by what decides its content. Where the vocabulary-free oracle applies (byte-level
-BPE) and the model's own vocabulary found nothing more, that is the pipeline up to the model
-(scope "pipeline", `pipeline_fingerprint`); otherwise the record is the model's (scope "model"),
-keyed also by `model_fingerprint` and `vocabulary_fingerprint` (added tokens included, so a
-tokenizer changed by an added token never reuses the record of the one before). Lookup order:
-$TOKBACKEND_GUARD_DIR, the shipped records, the cache; in each, pipeline, then model, then the
-earlier format (2, keyed by the whole model), which keeps working until re-derived.
+A record is keyed by what decides it: the pipeline up to the model (scope "pipeline",
+`pipeline_fingerprint`) where the vocabulary-free oracle found all there was; otherwise also the
+model with its added tokens (scope "model", `vocabulary_fingerprint`), so a changed tokenizer
+never reuses another's record. Records of the earlier format (2, keyed by the whole model) are
+still read, until re-derived.
 """
 
 from __future__ import annotations
@@ -19,7 +17,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -58,10 +56,7 @@ def model_fingerprint(tokenizer_json: str) -> str:
     which HF's serializer writes last, is hashed as text.
     """
     sections = top_level_sections(tokenizer_json)
-    digest = hashlib.sha256()
-    for part in ("normalizer", "pre_tokenizer"):
-        digest.update(json.dumps(sections.get(part), sort_keys=True, ensure_ascii=False).encode("utf-8"))
-        digest.update(b"\0")
+    digest = hashlib.sha256(_steps(sections, lambda node: node))
     model = sections.get("model")
     if not isinstance(model, str):  # a file laid out otherwise: its model as HF would write it
         model = json.dumps(model, separators=(",", ":"), ensure_ascii=False)
@@ -70,9 +65,8 @@ def model_fingerprint(tokenizer_json: str) -> str:
 
 
 def vocabulary_fingerprint(tokenizer_json: str) -> str:
-    """Hash of what a derivation with the model's own vocabulary (the ids oracle) depends on
-    beyond the pipeline: `model_fingerprint` and the added tokens (which split text before the
-    model sees it)."""
+    """Hash of what the ids oracle's derivation depends on beyond the pipeline: `model_fingerprint`
+    and the added tokens (which split text before the model sees it)."""
     sections = top_level_sections(tokenizer_json)
     digest = hashlib.sha256(model_fingerprint(tokenizer_json).encode("ascii"))
     digest.update(json.dumps(sections.get("added_tokens"), sort_keys=True, ensure_ascii=False).encode("utf-8"))
@@ -83,16 +77,19 @@ def pipeline_fingerprint(tokenizer_json: str) -> str:
     """Hash of the pipeline up to the model: normalizer, pre-tokenizer, model type and dropout,
     and a subword prefix or suffix where set, in a canonical form (`_canonical`)."""
     sections = top_level_sections(tokenizer_json)
-    digest = hashlib.sha256()
-    for part in ("normalizer", "pre_tokenizer"):
-        digest.update(json.dumps(_canonical(sections.get(part)), sort_keys=True, ensure_ascii=False).encode("utf-8"))
-        digest.update(b"\0")
+    digest = hashlib.sha256(_steps(sections, _canonical))
     head = model_head(sections).split('"vocab"', 1)[0]
     fields = _PIPELINE_MODEL_FIELDS.findall(head)
     settings = model_settings(sections)
     fields += [(name, json.dumps(settings[name])) for name in _SUBWORD_AFFIXES if settings.get(name)]
     digest.update(json.dumps(sorted(fields)).encode("utf-8"))
     return digest.hexdigest()
+
+
+def _steps(sections: dict[str, Any], form: Callable[[object], object]) -> bytes:
+    """The normalizer and the pre-tokenizer as the fingerprints hash them: `form` of each, as JSON."""
+    parts = (json.dumps(form(sections.get(part)), sort_keys=True, ensure_ascii=False) for part in ("normalizer", "pre_tokenizer"))
+    return b"".join(part.encode("utf-8") + b"\0" for part in parts)
 
 
 # Fields that change offsets only, never ids: two files that differ in them share a record
@@ -149,12 +146,9 @@ class RecordKey:
         """The vocabulary fingerprint (the model with its added tokens), read as `model` is."""
         return vocabulary_fingerprint(self.tokenizer_json)
 
-    @property
-    def lock_name(self) -> str:
-        return f"{self.family}-p{self.pipeline[:16]}"
-
 
 def record_key(tokenizer_json: str, family: str) -> RecordKey:
+    """The key of `tokenizer_json`'s record for the backend guard family `family`."""
     return RecordKey(family, pipeline_fingerprint(tokenizer_json), tokenizer_json)
 
 
@@ -165,21 +159,16 @@ def _result_digest(record: GuardRecord) -> str:
     return hashlib.sha256(json.dumps(found, sort_keys=True).encode("utf-8")).hexdigest()[:8]
 
 
-def search_path(cache_dir: Path, shipped: Path = SHIPPED_RECORDS) -> list[Path]:
-    """Directories searched for records, first match wins: baked, `shipped`, the cache's."""
-    baked = os.environ.get(BAKED_RECORDS_ENV)
-    return [*([Path(baked)] if baked else []), shipped, cache_dir / "guards"]
-
-
 def find_record(
     key: RecordKey, cache_dir: Path, versions: dict[str, str], shipped: Path = SHIPPED_RECORDS
 ) -> tuple[GuardRecord | None, GuardRecord | None]:
-    """(a record valid for `versions`, or None; any record found, for saying why it is stale).
-    A returned record carries `path` and `matched` ("pipeline", "model" or "model, earlier format").
-    A damaged record is passed over (a WARNING names it); one in the cache is removed, so that
-    the derivation that follows writes it anew."""
+    """(a record valid for `versions`, or None; any record found, for saying why it is stale),
+    searching $TOKBACKEND_GUARD_DIR, `shipped`, then the cache. A returned record carries `path` and
+    `matched` ("pipeline", "model" or "model, earlier format"). A damaged record is passed over (a
+    WARNING names it); one in the cache is removed, so that the derivation that follows writes it anew."""
     stale = None
-    for directory in search_path(cache_dir, shipped):
+    baked = os.environ.get(BAKED_RECORDS_ENV)
+    for directory in [*([Path(baked)] if baked else []), shipped, cache_dir / "guards"]:
         if not any(directory.glob(f"{key.family}-*.json")):
             continue  # the model's fingerprint (~30 ms) is read only where records of the family are
         for matched in ("pipeline", "model", "model, earlier format"):
@@ -228,11 +217,9 @@ def write_record(record: GuardRecord, directory: Path) -> Path:
             prefix += f"m{record['model_fingerprint'][:12]}-v{record['vocabulary_fingerprint'][:12]}-"
     path = directory / f"{prefix}{_result_digest(record)}.json"
     existing = read_json_object(path, "guard record")
-    if existing is not None:
-        merged = existing.get("applies_to", []) + [
-            versions for versions in record["applies_to"] if versions not in existing.get("applies_to", [])
-        ]
-        record = {**existing, "applies_to": merged}  # its labels ("families", "models") kept
+    if existing is not None:  # its labels ("families", "models") kept
+        known = existing.get("applies_to", [])
+        record = {**existing, "applies_to": known + [versions for versions in record["applies_to"] if versions not in known]}
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     temporary.write_text(json.dumps(record, indent=1), encoding="utf-8")
     temporary.replace(path)
@@ -249,7 +236,7 @@ def derivation_lock(cache_dir: Path, key: RecordKey) -> Iterator[None]:
     except ImportError:  # not POSIX: no lock, each process derives on its own
         yield
         return
-    with open(directory / f".{key.lock_name}.lock", "w") as handle:
+    with open(directory / f".{key.family}-p{key.pipeline[:16]}.lock", "w") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield

@@ -72,6 +72,7 @@ class ScanReport:
 
     @property
     def all_divergent(self) -> list[int]:
+        """Every divergent code point, in any context, sorted."""
         return sorted({code_point for found in self.divergent.values() for code_point in found})
 
     def by_family(self) -> dict[str, list[int]]:
@@ -90,6 +91,7 @@ class ScanReport:
         return None
 
     def summary(self) -> str:
+        """'3 divergent code points (contractions 3): U+017F, ...', or that there were none."""
         if not self.all_divergent:
             return f"no divergent code points ({counted(self.scanned, 'code point')} x {counted(len(self.divergent), 'context')})"
         families = ", ".join(f"{family} {len(found)}" for family, found in self.by_family().items())
@@ -127,9 +129,7 @@ def scan(
                         if left != right:
                             found[name].extend(_culprits(reference, candidate, group, context))
                 if meter is not None:
-                    meter.check(
-                        f"context {index + 1} of {len(contexts)} ({context.template!r}), a scan of {len(code_points)} code points"
-                    )
+                    meter.check(f"context {index + 1} of {len(contexts)} ({context.template!r}), {len(code_points)} code points")
             for name in candidates:
                 divergent[name][context] = found[name]
             if progress is not None:
