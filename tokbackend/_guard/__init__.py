@@ -1,34 +1,18 @@
-"""Unicode divergence guard: text containing code points on which the backend and HuggingFace
-disagree goes to HuggingFace.
+"""The Unicode divergence guard: text holding a code point on which a backend and HuggingFace
+disagree (their Unicode tables differ) goes to HuggingFace.
 
-HF tokenizers and a fast backend carry different Unicode tables: recently assigned letters,
-marks and composition pairs get other classes in the split regex or other normalization. Which
-code points diverge is never typed in by hand: two independent oracles (`derive`) scan every
-code point in contexts derived from the model's own pre-tokenizer and normalizer
-(`contexts`), and the union is recorded with the library versions it was derived on
-(`records`). A record whose versions differ from the installed ones is re-derived, by one
-process per machine at a time (or, with `unicode_guard="refuse"`, the fast path is turned off).
-
-Records are keyed by what decides them: the backend and the pipeline up to the model
-(`records.pipeline_fingerprint`), not the vocabulary. A replica with no record for its pipeline
-derives one in seconds (`derive.derive_fast`, which scans where engines can differ), within
-its settings' budget (`GuardSettings`, `bound`: a derivation past it stops, writes nothing, and the backend is not
-exact for the tokenizer there); the full scan of every code point stays in `tokbackend verify`
-and `tokbackend guard --full`, unbounded.
-
-Modules: `contexts` (what to scan), `scan` (the scan engine), `boundaries` (the vocabulary-free
-oracle), `history` and `candidates` (where engines' Unicode tables can differ), `derive` (a
-record, fast or full), `bound` (what a derivation may spend where it serves), `records` (keys,
-lookup, versions, lock).
+The code points are never typed in by hand: two oracles (`derive`) scan them in contexts drawn
+from the model's pipeline (`contexts`, `scan`), and the result is a record (`records`) keyed by
+what decides it and the library versions it was derived on. A replica with no record derives
+one within a budget (`bound`); the full scan is offline (`offline`, `tokbackend guard --full`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
@@ -39,7 +23,7 @@ from tokbackend._guard.records import (
     SHIPPED_RECORDS,
     derivation_lock,
     find_record,
-    installed_versions,
+    installed_version,
     model_fingerprint,
     record_key,
     write_record,
@@ -48,28 +32,23 @@ from tokbackend._guard.scan import from_ranges
 from tokbackend._wording import counted
 
 if TYPE_CHECKING:
-    from tokbackend._guard.derive import FastDerivation
-    from tokbackend._guard.records import GuardRecord, RecordKey
+    from tokbackend._guard.records import GuardRecord
     from tokbackend.backends._base import BatchEncoder, EncodeBackend
 
 logger = logging.getLogger("tokbackend")
 
 
-# What a derivation at accelerate() time may spend (`tokbackend._guard.bound`), on every
-# pipeline and every changed tokenizer (see docs/guard-records.md for what they take).
+# What a derivation at accelerate() time may spend (docs/guard-records.md says what they take).
 DERIVATION_BUDGET = DerivationBudget(seconds=10.0, megabytes=500)
 
 
 @dataclasses.dataclass(frozen=True)
 class GuardSettings:
     """Where `accelerate()` reads guard records from, and what a derivation there may scan and
-    spend; a field of `AccelerationOptions` (`guard=`), so a test or an operator passes its own.
+    spend (`AccelerationOptions(guard=...)`, so a test or an operator passes its own).
 
-    budget: what one derivation may spend (`DerivationBudget`: seconds of the lesser of wall
-        and CPU time, MiB of resident growth, and the clocks that measure it).
-    code_points: the code points a derivation scans; None: every one (the plan in `derive`).
-    shipped_records: the directory of the records the wheel ships (searched after
-        $TOKBACKEND_GUARD_DIR and before the cache).
+    code_points: what a derivation scans; None: the plan in `derive`. shipped_records: searched
+    after $TOKBACKEND_GUARD_DIR and before the cache.
     """
 
     budget: DerivationBudget = DERIVATION_BUDGET
@@ -80,10 +59,8 @@ class GuardSettings:
 class UnicodeGuard:
     """Answers, cheaply, whether a text contains any of the divergent code points.
 
-    ASCII text costs a flag test. A guard of a few code points (fastokens: one) searches for
-    each as a substring (~10 us per 100k characters); a larger one (gigatoken: ~4,800) costs one
-    UTF-32 view, a max and a table lookup (~150-250 us per 100k characters), and nothing more
-    when no character reaches the smallest divergent code point.
+    ASCII text costs a flag test; a few code points are searched for as substrings; more cost
+    one UTF-32 view, a max (often enough) and a table lookup.
     """
 
     FEW = 8
@@ -96,6 +73,7 @@ class UnicodeGuard:
         self._table = None if self._few is not None else _lookup_table(code_points)
 
     def needs_hf(self, text: str) -> bool:
+        """Whether `text` holds a divergent code point, so that HuggingFace must answer it."""
         if not self.code_points or text.isascii():
             return False
         if self._few is not None:
@@ -147,14 +125,13 @@ class UnicodeGuard:
 @functools.lru_cache(maxsize=8)
 def _lookup_table(code_points: frozenset[int]) -> np.ndarray:
     table = np.zeros(0x110000, dtype=np.bool_)
-    if code_points:
-        table[np.fromiter(code_points, dtype=np.int64)] = True
+    table[np.fromiter(code_points, dtype=np.int64)] = True
     return table
 
 
 def guard_versions(backend_libraries: tuple[str, ...]) -> dict[str, str]:
     """The versions a record depends on: HF tokenizers' and the backend's own libraries."""
-    return installed_versions(("tokenizers", *backend_libraries))
+    return {library: installed_version(library) for library in ("tokenizers", *backend_libraries)}
 
 
 def load_guard(
@@ -196,39 +173,27 @@ def load_guard(
         raise GuardUnavailableError(f"Unicode divergence guard for backend {backend_name!r} not derived: {refused}")
     from tokbackend._guard.derive import FastDerivation
 
-    def derivation() -> FastDerivation:
-        return FastDerivation(
-            tokenizer_json,
-            build_backend,
-            code_points=None if settings.code_points is None else list(settings.code_points),
-            served=served,
-            budget=settings.budget,
-            backend_name=backend_name,
-            ascii_probed=refuses is not None,
-        )
-
-    return _derived(derivation, key, backend_name, versions, cache_dir, settings.shipped_records, why)
-
-
-def _derived(
-    derivation_for: Callable[[], FastDerivation],
-    key: RecordKey,
-    backend_name: str,
-    versions: dict[str, str],
-    cache_dir: Path,
-    shipped: Path,
-    why: str,
-) -> UnicodeGuard:
-    """The record for `key`: another process's, if one derived it while this one waited for the
-    lock, else that of `derivation_for()` (a `FastDerivation`), written to the cache."""
     with derivation_lock(cache_dir, key):
-        record, _ = find_record(key, cache_dir, versions, shipped)
+        # another process may have derived it while this one waited for the lock
+        record, _ = find_record(key, cache_dir, versions, settings.shipped_records)
         if record is not None:
             logger.info("using the guard record another process derived: %s", record["path"])
             return _guard_from(record)
         logger.warning("deriving the Unicode divergence guard for backend %s (%s); a one-time scan", backend_name, why)
-        with _stopped_logged():
-            record = derivation_for().record(backend_name, key, versions)
+        try:
+            derivation = FastDerivation(
+                tokenizer_json,
+                build_backend,
+                code_points=None if settings.code_points is None else list(settings.code_points),
+                served=served,
+                budget=settings.budget,
+                backend_name=backend_name,
+                ascii_probed=refuses is not None,
+            )
+            record = derivation.record(backend_name, key, versions)
+        except GuardUnavailableError as error:  # refused or past its budget: the caller serves without it
+            logger.warning("%s", error)
+            raise
         record = {**record, "path": str(write_record(record, cache_dir / "guards")), "matched": "derived here"}
     logger.warning(
         "guard derived in %.1f s: %s, saved to %s",
@@ -237,16 +202,6 @@ def _derived(
         record["path"],
     )
     return _guard_from(record)
-
-
-@contextlib.contextmanager
-def _stopped_logged() -> Iterator[None]:
-    """A derivation refused or past its budget is logged (the caller serves without this backend)."""
-    try:
-        yield
-    except GuardUnavailableError as error:
-        logger.warning("%s", error)
-        raise
 
 
 def _guard_from(record: GuardRecord) -> UnicodeGuard:

@@ -1,22 +1,11 @@
 """The bound on a guard derivation where one is served: how long it may take and how much memory.
 
-A replica derives a guard where it first serves a pipeline without a record: `accelerate()`, the
-rebuild after a tokenizer changed, `tokbackend verify`'s changed tokenizers. What a derivation
-costs is set by how far the backend diverges: one right nearly everywhere is derived in about a
-second (`bench/guard_derivation.py`), one wrong nearly everywhere widens the scan to every code
-point (2,200 s for one changed tokenizer in one `tokbackend verify`, to find a-z divergent). So
-the scan checks a `DerivationMeter` between batches of code points, and a derivation past its
-`DerivationBudget` stops with `DerivationOverBudget` and writes no record: the backend is then
-not exact for this tokenizer (HuggingFace serves, or auto tries its next candidate), and
-`tokbackend guard MODEL --full` derives the record offline, with no bound (`UNBOUNDED`).
-
-Time is the lesser of the wall clock and the process's CPU time since the derivation started: a
-machine loaded by other work stretches the wall clock and not the CPU time, so it does not cut
-off a fair derivation; threads working side by side add CPU time faster than the wall clock. A
-backend blocked inside one call is not cut off (the meter is read between calls). Memory is the
-growth of the process's resident set over the lowest it has been since the derivation started (read
-after every batch): memory that other work in the process frees meanwhile (a dropped build, a
-garbage collection, another test's tokenizer) does not make room for the derivation to grow into.
+A backend wrong nearly everywhere widens the fast derivation to every code point, so the scan
+checks a `DerivationMeter` between batches (a backend blocked inside one call is not cut off), and
+a derivation past its `DerivationBudget` stops with `DerivationOverBudget`, writing nothing; the
+backend is then not exact for the tokenizer there, and `tokbackend guard MODEL --full` derives the
+record offline. Time is the lesser of wall-clock and CPU time (a loaded machine does not cut off a
+fair derivation); memory, the resident set's growth over its lowest since the start.
 """
 
 from __future__ import annotations
@@ -85,23 +74,13 @@ class DerivationMeter:
         self.budget = budget
         self.what = what
         self._spent = spent_seconds
-        self._clocks = budget.clocks
-        self._started = tuple(clock() for clock in self._clocks)
+        self._started = tuple(clock() for clock in budget.clocks)
         # the lowest the resident set has been since the start: growth is counted from there
         self._lowest_resident = resident_bytes() if budget.megabytes is not None else 0
 
     def seconds(self) -> float:
         """Seconds spent: the lesser of wall-clock and CPU time, with what earlier parts took."""
-        return self._spent + min(clock() - started for clock, started in zip(self._clocks, self._started))
-
-    def growth_mib(self) -> float:
-        """MiB the resident set has grown by over the lowest it has been since the meter started
-        (0 where memory is unbounded)."""
-        if self.budget.megabytes is None:
-            return 0.0
-        now = resident_bytes()
-        self._lowest_resident = min(self._lowest_resident, now)
-        return (now - self._lowest_resident) / MIB
+        return self._spent + min(clock() - started for clock, started in zip(self.budget.clocks, self._started))
 
     def check(self, progress: str) -> None:
         """Raise `DerivationOverBudget` where the derivation is past its budget; `progress`
@@ -109,8 +88,11 @@ class DerivationMeter:
         budget = self.budget
         if budget.seconds is not None and (spent := self.seconds()) > budget.seconds:
             self._stop("time", f"{spent:.1f} s of its {budget.seconds:g} s, the lesser of wall-clock and CPU time", progress)
-        if budget.megabytes is not None and (grown := self.growth_mib()) > budget.megabytes:
-            self._stop("memory", f"{grown:.0f} MiB of resident memory of its {budget.megabytes:g} MiB", progress)
+        if budget.megabytes is not None:
+            now = resident_bytes()
+            self._lowest_resident = min(self._lowest_resident, now)
+            if (grown := (now - self._lowest_resident) / MIB) > budget.megabytes:
+                self._stop("memory", f"{grown:.0f} MiB of resident memory of its {budget.megabytes:g} MiB", progress)
 
     def _stop(self, what: str, spent: str, progress: str) -> None:
         raise DerivationOverBudget(

@@ -1,13 +1,10 @@
 """The code points a fast derivation scans: where two engines' Unicode tables or rules can differ.
 
-`candidate_runs(tokenizer_json)` gives runs of code points (first, last), each read alike by any
-one engine, from `tokbackend._guard.history`: the code points whose properties changed between
-Unicode versions (runs of one property history), and, one code point a run, those where the
-pipeline's rules can differ between engines: case relatives of the letters its split regex
-matches case-insensitively, whitespace and format characters, and (for a composing normalizer)
-the marks with a non-zero combining class. `sample()` is the safety net over everything else:
-every code point at a fixed stride, scanned in the screen contexts; a divergence there widens
-the scan to the run of code points around it that share its properties.
+`candidate_runs` gives runs of code points each engine reads alike (`history`): those whose
+properties changed between Unicode versions, and single code points where the pipeline's rules can
+differ (case relatives of the letters its regex matches case-insensitively, whitespace and format
+characters, combining marks for a composing normalizer). `sample` is the safety net over the rest;
+a divergence there widens the scan to the run around it (`run_around`).
 """
 
 from __future__ import annotations
@@ -16,22 +13,16 @@ import re
 import unicodedata
 from typing import Any
 
-from tokbackend._guard.contexts import normalizer_types, split_patterns
+from tokbackend._guard.contexts import composes, split_patterns
 from tokbackend._guard.history import changed_runs, rule_sensitive
+from tokbackend._guard.scan import from_ranges
 from tokbackend._tokenizer_json import top_level_sections
 
 _CASE_INSENSITIVE = re.compile(r"\(\?i:([^)]*)\)")
-_COMPOSING = frozenset({"NFC", "NFKC", "NFD", "NFKD"})
 # Every this many code points of the rest is scanned in the screen contexts: of the planes that
 # hold assigned characters, and of the planes whose properties the stability policy fixes.
 SAMPLE_STRIDE = 61
 FIXED_PLANES_STRIDE = 4099
-
-
-def case_insensitive_letters(patterns: list[str]) -> set[str]:
-    """The ASCII letters inside the patterns' `(?i:...)` groups."""
-    groups = [group for pattern in patterns for group in _CASE_INSENSITIVE.findall(pattern)]
-    return {character.lower() for group in groups for character in group if character.isalpha() and character.isascii()}
 
 
 def candidate_runs(tokenizer_json: str | dict[str, Any]) -> list[tuple[int, int]]:
@@ -39,12 +30,14 @@ def candidate_runs(tokenizer_json: str | dict[str, Any]) -> list[tuple[int, int]
     spec = top_level_sections(tokenizer_json) if isinstance(tokenizer_json, str) else tokenizer_json  # vocabulary unparsed
     runs = list(changed_runs())
     singles: set[int] = set(rule_sensitive("whitespace_like"))
-    for letter in sorted(case_insensitive_letters(split_patterns(spec))):
+    groups = [group for pattern in split_patterns(spec) for group in _CASE_INSENSITIVE.findall(pattern)]
+    # the ASCII letters the pattern matches case-insensitively
+    letters = {character.lower() for group in groups for character in group if character.isalpha() and character.isascii()}
+    for letter in sorted(letters):
         singles.update(rule_sensitive(f"case_relatives:{letter}"))
-    if normalizer_types(spec) & _COMPOSING:
+    if composes(spec):
         singles.update(rule_sensitive("combining_marks"))
-    covered = {code_point for first, last in runs for code_point in range(first, last + 1)}
-    runs += [(code_point, code_point) for code_point in sorted(singles - covered)]
+    runs += [(code_point, code_point) for code_point in sorted(singles - from_ranges(runs))]
     return sorted(runs)
 
 
@@ -56,7 +49,7 @@ def representatives(run: tuple[int, int]) -> tuple[int, ...]:
 
 def sample(planes: tuple[int, ...], runs: list[tuple[int, int]], stride: int = SAMPLE_STRIDE) -> list[int]:
     """Every `stride`-th code point of `planes` outside `runs` (surrogates left out)."""
-    covered = {code_point for first, last in runs for code_point in range(first, last + 1)}
+    covered = from_ranges(runs)
     return [
         code_point
         for plane in planes

@@ -1,45 +1,19 @@
 """Deriving a guard record: the fast derivation a fresh replica runs, and the full scan.
 
-Two oracles compare a backend with HuggingFace:
-
-- Oracle "boundaries": the boundary-revealing vocabulary (`tokbackend._guard.boundaries`) over
-  the model's normalizer and pre-tokenizer, in every context: it sees every boundary and
-  normalization difference, whatever the model's merges are. It applies to byte-level BPE
-  pipelines, and what it finds depends on the pipeline alone: its record is the pipeline's.
-- Oracle "ids": the model's own vocabulary. The only oracle where the boundaries one does not
-  apply (SentencePiece-style and WordPiece models: which characters the vocabulary lacks decides
-  what falls back to bytes or unk), so its record is the model's.
-
-`derive_fast` (seconds; what `accelerate()` runs on a fresh machine) scans, in every context,
-only where two engines can read a code point differently (`tokbackend._guard.candidates`): a
-representative of each run of code points whose Unicode properties changed between versions,
-each code point where engines' rules can differ (case relatives of the pattern's
-case-insensitive letters, whitespace and format characters, combining marks), and the whole run
-of any representative that diverges; a sample of everything else, at a fixed stride, goes
-through the screen contexts as a safety net. `derive_record` (minutes; `tokbackend guard
---full`, and the slow tests that show both find the same code points) runs both oracles over
-every code point: planes 0-3 and 14 (every plane that holds assigned characters in any Unicode
-version to date) in every context; planes 4-13 (no assigned character) and 15-16 (private use
-only), whose properties the Unicode stability policy fixes, through two screen contexts, and in
-full where the screen finds anything.
-
-Derivation uses its own backend instances without a cache budget, so its encodes never count
-toward (or trigger) the serving backend's cache renewals; they are freed when it returns. The
-one exception is the screen with the ids oracle at accelerate() time (`FastDerivation`'s
-`served`): it runs before anything is served, on the served tokenizer and backend themselves,
-rather than building a second instance of each on the start-up path.
-
-Both derivations first compare the backend with HuggingFace on the 128 ASCII code points in every
-context (`refuse_if_wrong_on_ascii`, milliseconds): a backend wrong on a text of ASCII alone is
-wrong where no guard can send the text to HuggingFace, and a derivation for it would find nearly
-every code point divergent and scan them all. The fast derivation is bounded where it runs at
-serving time (`tokbackend._guard.bound`: its `budget`, checked between scan batches); the full one,
-offline, is not.
+Two oracles compare a backend with HuggingFace: "boundaries" (`boundaries`, byte-level BPE only:
+its record is the pipeline's) and "ids", the model's own vocabulary (its record is the model's).
+`derive_fast` scans where engines can differ (`candidates`) and screens a sample of the rest;
+`derive_record`, offline, scans every plane with assigned characters in every context and the
+others, whose properties the Unicode stability policy fixes, through a screen. Both first refuse a
+backend wrong on ASCII text, which no guard can send to HuggingFace. Derivations encode with their
+own backend instances, never counting toward the served one's cache renewals; only the start-up
+screen with the "ids" oracle uses the served pair, to build no second instance on that path.
 """
 
 from __future__ import annotations
 
 import datetime
+import functools
 import time
 from collections.abc import Callable
 
@@ -48,7 +22,7 @@ from tokbackend._guard.boundaries import boundary_tokenizer_json
 from tokbackend._guard.candidates import FIXED_PLANES_STRIDE, candidate_runs, representatives, run_around, sample
 from tokbackend._guard.contexts import ScanContext, derive_contexts
 from tokbackend._guard.records import RECORD_FORMAT, GuardRecord, RecordKey, describe_pipeline
-from tokbackend._guard.scan import ScanReport, plane_code_points, ranges, scan
+from tokbackend._guard.scan import ScanReport, from_ranges, plane_code_points, ranges, scan
 from tokbackend.backends._base import BatchEncoder, EncodeBackend
 
 FULL_PLANES = (0, 1, 2, 3, 14)
@@ -56,7 +30,6 @@ SCREENED_PLANES = (4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15, 16)
 SCREEN_CONTEXTS = (ScanContext("a{0}'s {0}1", "screen"), ScanContext(" {0}{0}\u0301 \u0345{0}\u0334", "screen"))
 
 BackendBuilder = Callable[[str], EncodeBackend]  # tokenizer.json -> a backend (its encode_batch is used)
-ASCII = tuple(range(0x80))
 
 
 def _hf_encoder(tokenizer_json: str) -> BatchEncoder:
@@ -73,13 +46,18 @@ def _hf_encoder(tokenizer_json: str) -> BatchEncoder:
     return encode_batch
 
 
+def _encoder_pair(tokenizer_json: str, build_backend: BackendBuilder) -> tuple[BatchEncoder, BatchEncoder]:
+    """(HuggingFace's, a new backend instance's) encode of `tokenizer_json`."""
+    return _hf_encoder(tokenizer_json), build_backend(tokenizer_json).encode_batch
+
+
 def core_contexts(contexts: list[ScanContext], per_family: int = 2) -> list[ScanContext]:
     """The first `per_family` contexts of each family."""
     taken: dict[str, int] = {}
     core = []
     for context in contexts:
-        if taken.get(context.family, 0) < per_family:
-            taken[context.family] = taken.get(context.family, 0) + 1
+        taken[context.family] = taken.get(context.family, 0) + 1
+        if taken[context.family] <= per_family:
             core.append(context)
     return core
 
@@ -90,15 +68,12 @@ def refuse_if_wrong_on_ascii(
     what: str,
     meter: DerivationMeter | None = None,
 ) -> None:
-    """Raise GuardUnavailableError at the first text of ASCII alone (an ASCII code point in a
-    context of ASCII neighbours) on which the backend (`encoders`: HuggingFace's, the backend's)
-    differs from HuggingFace: no guard sends such a text to HuggingFace (`UnicodeGuard.needs_hf`),
-    so no guard makes the backend exact (see the module docstring). `what`: the derivation, for
-    the message."""
+    """Raise GuardUnavailableError at the first ASCII-only text (an ASCII code point in an ASCII
+    context) on which the backend differs from HuggingFace (`encoders`: HF's, the backend's): no
+    guard sends such a text to HuggingFace, so none makes the backend exact. `what`: for the message."""
     reference, candidate = encoders
-    ascii_contexts = [context for context in contexts if context.template.isascii()]
-    for context in ascii_contexts:
-        found = scan(reference, {"backend": candidate}, [context], list(ASCII), meter=meter)["backend"].divergent[context]
+    for context in [context for context in contexts if context.template.isascii()]:
+        found = scan(reference, {"backend": candidate}, [context], list(range(0x80)), meter=meter)["backend"].divergent[context]
         if found:
             raise GuardUnavailableError(
                 f"{what}: not derived: the backend differs from HuggingFace on {_ascii_example(encoders, context, found[0])}, "
@@ -108,7 +83,7 @@ def refuse_if_wrong_on_ascii(
 
 def _ascii_example(encoders: tuple[BatchEncoder, BatchEncoder], context: ScanContext, code_point: int) -> str:
     """'the ASCII text 'a's' (backend [...], HF [...])': the code point in its context, alone or
-    between the line breaks of the scan's strings (`scan._culprits` found it in one of them)."""
+    between the line breaks of the scan's strings (where `scan._culprits` may have found it)."""
     reference, candidate = encoders
     text = context.format(chr(code_point))
     for framed in (text, f"\n{text}\n"):
@@ -133,15 +108,11 @@ def run_oracles(
     code_points: list[int] | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, ScanReport]:
-    """{"ids": report, "boundaries": report (absent when that oracle does not apply)}.
-
-    code_points: scan exactly these in every context, no screen (default: the plan above).
-    """
+    """{"ids": report, "boundaries": report (where that oracle applies)}; `code_points`: scan
+    exactly these in every context, no screen (default: the plan in the module docstring)."""
     contexts = derive_contexts(tokenizer_json) if contexts is None else contexts
-    encoders = {"ids": (_hf_encoder(tokenizer_json), build_backend(tokenizer_json).encode_batch)}
-    boundary_json = boundary_tokenizer_json(tokenizer_json)
-    if boundary_json is not None:
-        encoders["boundaries"] = (_hf_encoder(boundary_json), build_backend(boundary_json).encode_batch)
+    oracles = {"ids": tokenizer_json, "boundaries": boundary_tokenizer_json(tokenizer_json)}
+    encoders = {oracle: _encoder_pair(text, build_backend) for oracle, text in oracles.items() if text is not None}
     contexts_of = {"ids": core_contexts(contexts), "boundaries": contexts}
     for oracle, pair in encoders.items():
         refuse_if_wrong_on_ascii(pair, contexts_of[oracle], f"the full derivation (oracle {oracle})")
@@ -172,8 +143,7 @@ def derive_record(
     contexts = contexts or derive_contexts(tokenizer_json)
     started = time.perf_counter()
     reports = run_oracles(tokenizer_json, build_backend, contexts, code_points, progress)
-    scanned = max(report.scanned for report in reports.values())
-    return _record(tokenizer_json, backend_name, key, versions, contexts, reports, "full", scanned, started)
+    return _record(tokenizer_json, backend_name, key, versions, contexts, reports, "full", started)
 
 
 def derive_fast(
@@ -187,19 +157,16 @@ def derive_fast(
     budget: DerivationBudget = UNBOUNDED,
 ) -> GuardRecord:
     """The fast derivation (see the module docstring). `code_points`: scan exactly these in every
-    context instead (tests narrow a derivation so). `budget`: its bound (`tokbackend._guard.bound`;
-    raises DerivationOverBudget past it); none by default, as offline."""
+    context instead. `budget`: raises DerivationOverBudget past it; none by default, as offline."""
     derivation = FastDerivation(tokenizer_json, build_backend, code_points, progress, budget=budget, backend_name=backend_name)
     return derivation.record(backend_name, key, versions)
 
 
 class FastDerivation:
-    """`derive_fast` in two steps. Building it runs the cheap part: the oracle's encoders, the
-    comparison on ASCII (`refuse_if_wrong_on_ascii`) and the safety-net screen of the sample (a
-    fraction of a second); `record()` then scans every candidate run, and the run around each
-    code point the screen found, in every context. Both steps together keep to `budget` (the
-    time between them not counted); either raises GuardUnavailableError (DerivationOverBudget
-    past the budget), having written nothing."""
+    """`derive_fast` in two steps: building it runs the cheap part (the comparison on ASCII and
+    the screen of the sample); `record()` scans every candidate run, and the run around each code
+    point the screen found, in every context. Together they keep to `budget` (the time between
+    them not counted); either raises GuardUnavailableError, having written nothing."""
 
     def __init__(
         self,
@@ -212,47 +179,41 @@ class FastDerivation:
         backend_name: str = "backend",
         ascii_probed: bool = False,
     ) -> None:
-        """served: (HuggingFace's, the backend's) encode of this very tokenizer, for the screen
-        where the oracle is "ids" (the same tokenizer.json, so the same ids): it then builds
-        no instance of its own before `record()`, which builds them (its encodes must not count
-        toward the served backend's renewals).
-        `backend_name`: for messages. `ascii_probed`: the caller has refused a backend wrong on
-        ASCII already (the boot probe's ASCII texts, `load_guard(refuses=...)`), so the screen
-        skips its own comparison (60 ms of a 32k-piece SentencePiece-style start-up on 2
-        cores); `record()` makes it in every case, before its scan."""
+        """served: (HF's, the backend's) encode of this very tokenizer, for the screen where the
+        oracle is "ids"; `record()` builds its own (its encodes must not count toward the served
+        backend's renewals). `ascii_probed`: the caller has refused a backend wrong on ASCII
+        already (`load_guard(refuses=...)`), so the screen skips that comparison; `record()`
+        makes it in every case."""
         self._started = time.perf_counter()
         self._budget = budget
+        self._progress = progress
+        self._build_backend = build_backend
         self._what = f"the {backend_name} guard for {describe_pipeline(tokenizer_json)}"
         meter = budget.meter(self._what)
         self._tokenizer_json = tokenizer_json
-        self._progress = progress
-        spec_json = boundary_tokenizer_json(tokenizer_json)
-        self._oracle = "ids" if spec_json is None else "boundaries"
-        self._oracle_json = tokenizer_json if spec_json is None else spec_json
-        self._build_backend = build_backend
-        self._encoders: tuple[BatchEncoder, BatchEncoder] | None = None
-        self._contexts = derive_contexts(tokenizer_json)
         self._code_points = code_points
+        boundary_json = boundary_tokenizer_json(tokenizer_json)
+        self._oracle = "ids" if boundary_json is None else "boundaries"
+        self._oracle_json = boundary_json or tokenizer_json
+        self._contexts = derive_contexts(tokenizer_json)
         if code_points is None:
             self._runs = candidate_runs(tokenizer_json)
             self._samples = sample(FULL_PLANES, self._runs) + sample(SCREENED_PLANES, self._runs, FIXED_PLANES_STRIDE)
             screen = served if served is not None and self._oracle == "ids" else None
             if not ascii_probed:
-                refuse_if_wrong_on_ascii(screen or self._own_encoders(), self._contexts, self._what, meter)
+                refuse_if_wrong_on_ascii(screen or self._own_encoders, self._contexts, self._what, meter)
             screened = self._scanned(self._samples, meter, SCREEN_CONTEXTS, screen)
             # the runs around what the screen found (each up to 8,193 code points, read one by one)
             self._widened = []
-            for point in screened.all_divergent:
+            for point in (found := screened.all_divergent):
                 self._widened.append(run_around(point))
-                meter.check(
-                    f"the runs around {len(self._widened)} of the {len(screened.all_divergent)} code points the screen found"
-                )
+                meter.check(f"the runs around {len(self._widened)} of the {len(found)} code points the screen found")
         self._spent = meter.seconds()
 
+    @functools.cached_property
     def _own_encoders(self) -> tuple[BatchEncoder, BatchEncoder]:
-        if self._encoders is None:
-            self._encoders = (_hf_encoder(self._oracle_json), self._build_backend(self._oracle_json).encode_batch)
-        return self._encoders
+        """The oracle's pair, built on first use."""
+        return _encoder_pair(self._oracle_json, self._build_backend)
 
     def _scanned(
         self,
@@ -262,7 +223,7 @@ class FastDerivation:
         encoders: tuple[BatchEncoder, BatchEncoder] | None = None,
     ) -> ScanReport:
         over = self._contexts if over is None else over
-        reference, candidate = encoders or self._own_encoders()
+        reference, candidate = encoders or self._own_encoders
         if self._progress is not None:
             self._progress(f"{self._oracle}: {len(points)} code points x {len(over)} contexts")
         return scan(reference, {self._oracle: candidate}, over, points, meter=meter)[self._oracle]
@@ -271,36 +232,26 @@ class FastDerivation:
         """The record of the fast derivation (see the module docstring)."""
         meter = self._budget.meter(self._what, self._spent)
         if self._code_points is not None:
-            refuse_if_wrong_on_ascii(self._own_encoders(), self._contexts, self._what, meter)
+            refuse_if_wrong_on_ascii(self._own_encoders, self._contexts, self._what, meter)
             merged = self._scanned(self._code_points, meter)
         else:
             runs = self._runs
             chosen = sorted({point for run in runs for point in representatives(run)})
             merged, widen = _spread_over_runs(self._scanned(chosen, meter), runs)
             widen += self._widened
-            rest = sorted({point for low, high in widen for point in range(low, high + 1)} - set(chosen))
+            rest = sorted(from_ranges(widen) - set(chosen))
             if rest:
                 for context, found in self._scanned(rest, meter).divergent.items():
                     merged.divergent[context] = sorted({*merged.divergent.get(context, ()), *found})
             merged.scanned = len(chosen) + len(self._samples) + len(rest)
-        return _record(
-            self._tokenizer_json,
-            backend_name,
-            key,
-            versions,
-            self._contexts,
-            {self._oracle: merged},
-            "fast",
-            merged.scanned,
-            self._started,
-        )
+        reports = {self._oracle: merged}
+        return _record(self._tokenizer_json, backend_name, key, versions, self._contexts, reports, "fast", self._started)
 
 
 def _spread_over_runs(report: ScanReport, runs: list[tuple[int, int]]) -> tuple[ScanReport, list[tuple[int, int]]]:
-    """What the representatives' scan says of every code point: a run whose representatives
-    all diverge in the same contexts diverges there whole, one where none diverges nowhere
-    (every engine reads a run alike, see `tokbackend._guard.history`); a run whose
-    representatives disagree is returned to be scanned whole."""
+    """What the representatives' scan says of every code point (every engine reads a run alike,
+    `history`): a run whose representatives all diverge in the same contexts diverges there whole,
+    one where none diverges nowhere; a run whose representatives disagree is returned, to scan whole."""
     contexts_of: dict[int, frozenset[ScanContext]] = {}
     for context, found in report.divergent.items():
         for point in found:
@@ -325,7 +276,6 @@ def _record(
     contexts: list[ScanContext],
     reports: dict[str, ScanReport],
     derivation: str,
-    scanned: int,
     started: float,
 ) -> GuardRecord:
     union = sorted({code_point for report in reports.values() for code_point in report.all_divergent})
@@ -346,7 +296,7 @@ def _record(
         "derivation": derivation,
         "derived_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "scan_seconds": round(time.perf_counter() - started, 1),
-        "code_points_scanned": scanned,
+        "code_points_scanned": max(report.scanned for report in reports.values()),
         "contexts": [[context.template, context.family] for context in contexts],
         "code_points": [list(pair) for pair in ranges(union)],
         "found_by": {

@@ -1,18 +1,11 @@
 """Which code points' Unicode properties differ between the Unicode versions engines ship.
 
-Two engines can read a code point differently only where their Unicode tables differ, or where
-their rules differ for it (case folding, what `\\s` means). Tables differ where the Unicode
-Character Database changed: a code point assigned in a later version, a category or combining
-class or decomposition changed. `unicode_history.json`, generated from the UCD of every version
-from 14.0 (the oldest any engine here uses: Oniguruma 6.9.8 in HF tokenizers, PCRE2, Rust's
-standard library, ICU4X) to the newest, lists those code points as runs: maximal ranges of
-consecutive code points with the same property history and the same UTF-8 length, which every
-engine that uses one of those versions reads alike. It also lists the code points where engines'
-rules can differ: case relatives of the ASCII letters (`ſ` folds to `s`, `K` (Kelvin) to `k`),
-whitespace, format and control characters, and marks with a non-zero combining class.
-
-Regenerate with the UCD packages of each version installed side by side (`pip install --target
-DIR/unicodedata2-X unicodedata2==X`), the newest last:
+Engines read a code point differently only where their tables differ (the UCD changed or newly
+assigned it) or their rules do (case folding, `\\s`). `unicode_history.json` lists the first as
+runs each engine reads alike (one property history and UTF-8 length, Unicode 14.0, the oldest any
+engine here uses, to the newest) and the second as case relatives of the ASCII letters, whitespace
+and format characters, and combining marks. Regenerate with each version's `unicodedata2`
+installed side by side (`pip install --target DIR/unicodedata2-X unicodedata2==X`), the newest last:
 
     python -m tokbackend._guard.history DIR/unicodedata2-15.0.0 ... DIR/unicodedata2-18.0.0
 """
@@ -23,16 +16,20 @@ import functools
 import json
 import subprocess
 import sys
-import unicodedata
 from typing import Any
 
+from tokbackend._guard.scan import ranges
 from tokbackend._package_data import package_path, read_text
 
 _HANGUL_SYLLABLES = range(0xAC00, 0xD7A4)  # decomposed by algorithm; some tables list it, others not
+# run in a child: the named unicodedata2 installation's tables, or with no argument this interpreter's
 _DUMP = """
 import json, sys
-sys.path.insert(0, sys.argv[1])
-import unicodedata2 as u
+if len(sys.argv) > 1:
+    sys.path.insert(0, sys.argv[1])
+    import unicodedata2 as u
+else:
+    import unicodedata as u
 props = [None if 0xD800 <= cp <= 0xDFFF else (u.category(chr(cp)), u.combining(chr(cp)), u.decomposition(chr(cp)))
          for cp in range(0x110000)]
 print(json.dumps({"version": u.unidata_version, "props": props}))
@@ -62,27 +59,9 @@ def rule_sensitive(name: str) -> list[int]:
 
 
 def _properties_of(installation: str | None) -> dict[str, Any]:
-    if installation is None:  # this interpreter's own tables
-        props = [
-            None
-            if 0xD800 <= cp <= 0xDFFF
-            else (unicodedata.category(chr(cp)), unicodedata.combining(chr(cp)), unicodedata.decomposition(chr(cp)))
-            for cp in range(0x110000)
-        ]
-        return {"version": unicodedata.unidata_version, "props": props}
-    output = subprocess.run([sys.executable, "-c", _DUMP, installation], capture_output=True, text=True, check=True).stdout
-    properties: dict[str, Any] = json.loads(output)
+    command = [sys.executable, "-c", _DUMP, *([installation] if installation is not None else [])]
+    properties: dict[str, Any] = json.loads(subprocess.run(command, capture_output=True, text=True, check=True).stdout)
     return properties
-
-
-def _ranges(code_points: list[int]) -> list[list[int]]:
-    merged: list[list[int]] = []
-    for code_point in sorted(set(code_points)):
-        if merged and merged[-1][1] == code_point - 1:
-            merged[-1][1] = code_point
-        else:
-            merged.append([code_point, code_point])
-    return merged
 
 
 def build(installations: list[str]) -> dict[str, Any]:
@@ -91,17 +70,13 @@ def build(installations: list[str]) -> dict[str, Any]:
     runs: list[list[int]] = []
     previous = None
     for code_point in range(0x110000):
-        if tables[0]["props"][code_point] is None:
-            previous = None
+        if tables[0]["props"][code_point] is None:  # a surrogate
             continue
-        values = [tuple(table["props"][code_point]) for table in tables]
-        if code_point in _HANGUL_SYLLABLES:
-            values = [value[:2] for value in values]
+        values = [tuple(table["props"][code_point])[: 2 if code_point in _HANGUL_SYLLABLES else 3] for table in tables]
         if len(set(values)) == 1:
-            previous = None
             continue
         key = (tuple(values), len(chr(code_point).encode("utf-8")))
-        if key == previous and runs[-1][1] == code_point - 1:
+        if key == previous and runs[-1][1] == code_point - 1:  # a run only of neighbours
             runs[-1][1] = code_point
         else:
             runs.append([code_point, code_point])
@@ -113,17 +88,16 @@ def build(installations: list[str]) -> dict[str, Any]:
     marks = [cp for cp in range(0x110000) if newest[cp] and newest[cp][1]]
     relatives: dict[str, list[int]] = {letter: [] for letter in "abcdefghijklmnopqrstuvwxyz"}
     for cp in range(0x80, 0x110000):
-        if newest[cp] is None:
-            continue
-        character = chr(cp)
-        mapped = (character.lower() + character.upper() + character.casefold()).lower()
-        for letter in set(mapped) & relatives.keys():
-            relatives[letter].append(cp)
+        if newest[cp] is not None:
+            character = chr(cp)
+            mapped = (character.lower() + character.upper() + character.casefold()).lower()
+            for letter in set(mapped) & relatives.keys():
+                relatives[letter].append(cp)
     return {
         "versions": [table["version"] for table in tables],
         "changed_runs": runs,
-        "whitespace_like": _ranges(whitespace),
-        "combining_marks": _ranges(marks),
+        "whitespace_like": ranges(whitespace),
+        "combining_marks": ranges(marks),
         "case_relatives": relatives,
     }
 

@@ -1,7 +1,5 @@
-"""Guard records derived ahead of time (`tokbackend guard`), to bake into an image.
-
-Offline, so unbounded (`tokbackend._guard.bound.UNBOUNDED`), where `accelerate()`'s derivation is
-bounded: the fast derivation by default, the full scan of every code point with `full`.
+"""Guard records derived ahead of time (`tokbackend guard`), to bake into an image: offline, so
+unbounded; the fast derivation by default, the full scan of every code point with `full`.
 """
 
 from __future__ import annotations
@@ -62,10 +60,9 @@ def derive_records(
             )
         except BackendUnavailableError as error:
             yield Derived(name, problem=f"cannot serve this model ({error}); no record")
-            continue
         except GuardUnavailableError as error:  # wrong on ASCII text: no guard can make it exact
             yield Derived(name, problem=f"not exact for this model ({error})")
-            continue
-        path = write_record(record, directory)
-        guard = UnicodeGuard(from_ranges(record["code_points"]), {**record, "path": str(path), "matched": "derived here"})
-        yield Derived(name, record=record, guard=guard, path=path)
+        else:
+            path = write_record(record, directory)
+            guard = UnicodeGuard(from_ranges(record["code_points"]), {**record, "path": str(path), "matched": "derived here"})
+            yield Derived(name, record=record, guard=guard, path=path)

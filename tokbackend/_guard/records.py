@@ -1,24 +1,11 @@
-"""Guard records on disk: what they are keyed by, where they are looked up, what they are valid
-for, and the cross-process lock that makes one process per machine derive a missing one.
+"""Guard records on disk: their keys, where they are looked up, the versions they hold for, and
+the lock that lets one process per machine derive a missing one.
 
-A record is keyed by everything its content depends on. A pipeline record (scope "pipeline"),
-by the backend's guard family and the pipeline up to the model (normalizer, pre-tokenizer, and
-the model settings the boundary oracle keeps: type and dropout, and a subword prefix or suffix
-where one is set; not its vocabulary, merges or added tokens), `pipeline_fingerprint`: for
-byte-level BPE pipelines the derivation's oracle uses a vocabulary of its own
-(`tokbackend._guard.boundaries`) and nothing else of the model, and derivations with the models'
-real vocabularies find the same code points (`tests/test_guard.py`). Where that oracle does not
-apply (SentencePiece-style and WordPiece models, whose vocabularies decide which characters fall
-back to bytes or unk), or the model's own vocabulary found more, the record is the model's
-(scope "model"): its derivation encoded with the vocabulary, merges and added tokens, so it is
-keyed by the pipeline, `model_fingerprint` and `vocabulary_fingerprint` (the model with its added
-tokens): a tokenizer changed by an added token never reuses the record of the one before.
-Each record lists every set of library versions it was derived on (`applies_to`).
-
-Lookup order: a baked directory ($TOKBACKEND_GUARD_DIR, written by `tokbackend guard MODEL
---output DIR`), the records shipped in the package, the cache; in each, a record for the
-pipeline, then one for the model, then a record of the earlier format keyed by the whole model
-(format 2: they keep working until re-derived).
+A record is keyed by what decides it: the pipeline up to the model (scope "pipeline",
+`pipeline_fingerprint`) where the vocabulary-free oracle found all there was; otherwise also the
+model with its added tokens (scope "model", `vocabulary_fingerprint`), so a changed tokenizer
+never reuses another's record. Records of the earlier format (2, keyed by the whole model) are
+still read, until re-derived.
 """
 
 from __future__ import annotations
@@ -30,7 +17,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -52,15 +39,10 @@ _SUBWORD_AFFIXES = ("continuing_subword_prefix", "end_of_word_suffix")
 GuardRecord = dict[str, Any]  # a record as its JSON file holds it
 
 
-def installed_versions(libraries: tuple[str, ...]) -> dict[str, str]:
-    """The installed versions of `libraries` (a backend's and HF tokenizers')."""
-    return {library: _installed_version(library) for library in libraries}
-
-
 @functools.cache
-def _installed_version(library: str) -> str:
-    # read once per process (a few ms each from the installed metadata): a library replaced
-    # under a running process is not the one it imported either
+def installed_version(library: str) -> str:
+    """`library`'s installed version, read once per process: one replaced under a running process
+    is not the one it imported either."""
     try:
         return version(library)
     except PackageNotFoundError:
@@ -68,17 +50,13 @@ def _installed_version(library: str) -> str:
 
 
 def model_fingerprint(tokenizer_json: str) -> str:
-    """Hash of what decides Unicode handling: normalizer, pre-tokenizer and model (vocab,
-    merges). Added tokens are left out, so adding tokens does not force a re-derivation.
+    """Hash of normalizer, pre-tokenizer and model (vocab, merges), added tokens left out.
 
-    Parsing a 248k-token vocabulary takes seconds, so only the small sections are parsed; the
-    model section, which HF's serializer writes last, is hashed as text (~30 ms in all).
+    Only the small sections are parsed (a large vocabulary takes seconds); the model section,
+    which HF's serializer writes last, is hashed as text.
     """
     sections = top_level_sections(tokenizer_json)
-    digest = hashlib.sha256()
-    for part in ("normalizer", "pre_tokenizer"):
-        digest.update(json.dumps(sections.get(part), sort_keys=True, ensure_ascii=False).encode("utf-8"))
-        digest.update(b"\0")
+    digest = hashlib.sha256(_steps(sections, lambda node: node))
     model = sections.get("model")
     if not isinstance(model, str):  # a file laid out otherwise: its model as HF would write it
         model = json.dumps(model, separators=(",", ":"), ensure_ascii=False)
@@ -87,9 +65,8 @@ def model_fingerprint(tokenizer_json: str) -> str:
 
 
 def vocabulary_fingerprint(tokenizer_json: str) -> str:
-    """Hash of what a derivation with the model's own vocabulary (the ids oracle) depends on
-    beyond the pipeline: `model_fingerprint` and the added tokens (which split text before the
-    model sees it)."""
+    """Hash of what the ids oracle's derivation depends on beyond the pipeline: `model_fingerprint`
+    and the added tokens (which split text before the model sees it)."""
     sections = top_level_sections(tokenizer_json)
     digest = hashlib.sha256(model_fingerprint(tokenizer_json).encode("ascii"))
     digest.update(json.dumps(sections.get("added_tokens"), sort_keys=True, ensure_ascii=False).encode("utf-8"))
@@ -98,19 +75,21 @@ def vocabulary_fingerprint(tokenizer_json: str) -> str:
 
 def pipeline_fingerprint(tokenizer_json: str) -> str:
     """Hash of the pipeline up to the model: normalizer, pre-tokenizer, model type and dropout,
-    and a subword prefix or suffix where set, in a canonical form (`_canonical`). Parses only the
-    small sections (~1 ms for a 248k-token vocabulary)."""
+    and a subword prefix or suffix where set, in a canonical form (`_canonical`)."""
     sections = top_level_sections(tokenizer_json)
-    digest = hashlib.sha256()
-    for part in ("normalizer", "pre_tokenizer"):
-        digest.update(json.dumps(_canonical(sections.get(part)), sort_keys=True, ensure_ascii=False).encode("utf-8"))
-        digest.update(b"\0")
+    digest = hashlib.sha256(_steps(sections, _canonical))
     head = model_head(sections).split('"vocab"', 1)[0]
     fields = _PIPELINE_MODEL_FIELDS.findall(head)
     settings = model_settings(sections)
     fields += [(name, json.dumps(settings[name])) for name in _SUBWORD_AFFIXES if settings.get(name)]
     digest.update(json.dumps(sorted(fields)).encode("utf-8"))
     return digest.hexdigest()
+
+
+def _steps(sections: dict[str, Any], form: Callable[[object], object]) -> bytes:
+    """The normalizer and the pre-tokenizer as the fingerprints hash them: `form` of each, as JSON."""
+    parts = (json.dumps(form(sections.get(part)), sort_keys=True, ensure_ascii=False) for part in ("normalizer", "pre_tokenizer"))
+    return b"".join(part.encode("utf-8") + b"\0" for part in parts)
 
 
 # Fields that change offsets only, never ids: two files that differ in them share a record
@@ -167,12 +146,9 @@ class RecordKey:
         """The vocabulary fingerprint (the model with its added tokens), read as `model` is."""
         return vocabulary_fingerprint(self.tokenizer_json)
 
-    @property
-    def lock_name(self) -> str:
-        return f"{self.family}-p{self.pipeline[:16]}"
-
 
 def record_key(tokenizer_json: str, family: str) -> RecordKey:
+    """The key of `tokenizer_json`'s record for the backend guard family `family`."""
     return RecordKey(family, pipeline_fingerprint(tokenizer_json), tokenizer_json)
 
 
@@ -183,29 +159,16 @@ def _result_digest(record: GuardRecord) -> str:
     return hashlib.sha256(json.dumps(found, sort_keys=True).encode("utf-8")).hexdigest()[:8]
 
 
-def _file_prefix(record: GuardRecord) -> str:
-    """The file name's start: family, pipeline, and the model and vocabulary where the record is the model's."""
-    prefix = f"{record['backend']}-p{record['pipeline'][:16]}-"
-    if record.get("scope") != "model":
-        return prefix
-    return prefix + f"m{record['model_fingerprint'][:12]}-v{record['vocabulary_fingerprint'][:12]}-"
-
-
-def search_path(cache_dir: Path, shipped: Path = SHIPPED_RECORDS) -> list[Path]:
-    """Directories searched for records, first match wins: baked, `shipped`, the cache's."""
-    baked = os.environ.get(BAKED_RECORDS_ENV)
-    return [*([Path(baked)] if baked else []), shipped, cache_dir / "guards"]
-
-
 def find_record(
     key: RecordKey, cache_dir: Path, versions: dict[str, str], shipped: Path = SHIPPED_RECORDS
 ) -> tuple[GuardRecord | None, GuardRecord | None]:
-    """(a record valid for `versions`, or None; any record found, for saying why it is stale).
-    A returned record carries `path` and `matched` ("pipeline", "model" or "model, earlier format").
-    A damaged record is passed over (a WARNING names it); one in the cache is removed, so that
-    the derivation that follows writes it anew."""
+    """(a record valid for `versions`, or None; any record found, for saying why it is stale),
+    searching $TOKBACKEND_GUARD_DIR, `shipped`, then the cache. A returned record carries `path` and
+    `matched` ("pipeline", "model" or "model, earlier format"). A damaged record is passed over (a
+    WARNING names it); one in the cache is removed, so that the derivation that follows writes it anew."""
     stale = None
-    for directory in search_path(cache_dir, shipped):
+    baked = os.environ.get(BAKED_RECORDS_ENV)
+    for directory in [*([Path(baked)] if baked else []), shipped, cache_dir / "guards"]:
         if not any(directory.glob(f"{key.family}-*.json")):
             continue  # the model's fingerprint (~30 ms) is read only where records of the family are
         for matched in ("pipeline", "model", "model, earlier format"):
@@ -223,11 +186,11 @@ def find_record(
 
 
 def _glob(key: RecordKey, matched: str) -> str:
-    if matched == "pipeline":
-        return f"{key.family}-p{key.pipeline[:16]}-[!m]*.json"
-    if matched == "model":
-        return f"{key.family}-p{key.pipeline[:16]}-m{key.model[:12]}-v{key.vocabulary[:12]}-*.json"
-    return f"{key.family}-{key.model[:16]}-*.json"
+    """The names `write_record` gives the records `key` may match as `matched`."""
+    if matched == "model, earlier format":
+        return f"{key.family}-{key.model[:16]}-*.json"
+    pipeline = f"{key.family}-p{key.pipeline[:16]}-"
+    return pipeline + ("[!m]*.json" if matched == "pipeline" else f"m{key.model[:12]}-v{key.vocabulary[:12]}-*.json")
 
 
 def _applies(record: GuardRecord, key: RecordKey, matched: str) -> bool:
@@ -247,16 +210,16 @@ def write_record(record: GuardRecord, directory: Path) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     record = {key: value for key, value in record.items() if key not in ("path", "matched", "matched_versions")}
     if record.get("format") == LEGACY_FORMAT:
-        name = f"{record['backend']}-{record['model_fingerprint'][:16]}-{_result_digest(record)}.json"
+        prefix = f"{record['backend']}-{record['model_fingerprint'][:16]}-"
     else:
-        name = f"{_file_prefix(record)}{_result_digest(record)}.json"
-    path = directory / name
+        prefix = f"{record['backend']}-p{record['pipeline'][:16]}-"
+        if record.get("scope") == "model":
+            prefix += f"m{record['model_fingerprint'][:12]}-v{record['vocabulary_fingerprint'][:12]}-"
+    path = directory / f"{prefix}{_result_digest(record)}.json"
     existing = read_json_object(path, "guard record")
-    if existing is not None:
-        merged = existing.get("applies_to", []) + [
-            versions for versions in record["applies_to"] if versions not in existing.get("applies_to", [])
-        ]
-        record = {**existing, "applies_to": merged}  # its labels ("families", "models") kept
+    if existing is not None:  # its labels ("families", "models") kept
+        known = existing.get("applies_to", [])
+        record = {**existing, "applies_to": known + [versions for versions in record["applies_to"] if versions not in known]}
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     temporary.write_text(json.dumps(record, indent=1), encoding="utf-8")
     temporary.replace(path)
@@ -273,7 +236,7 @@ def derivation_lock(cache_dir: Path, key: RecordKey) -> Iterator[None]:
     except ImportError:  # not POSIX: no lock, each process derives on its own
         yield
         return
-    with open(directory / f".{key.lock_name}.lock", "w") as handle:
+    with open(directory / f".{key.family}-p{key.pipeline[:16]}.lock", "w") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield

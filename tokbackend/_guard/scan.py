@@ -1,10 +1,8 @@
 """The code-point scan: every code point, in every scan context, through a reference and a
 candidate encoder.
 
-Code points are packed 64 to a string, one context per line, and encoded in batches of
-`BATCH` code points (8 strings), so a scan of a plane is 128 batch calls per context; a string
-whose ids differ is re-checked one code point at a time, in the same context, to name the code
-points responsible. A derivation's meter (`tokbackend._guard.bound`) is checked between batches.
+Code points are packed 64 to a string, one context per line, and encoded `BATCH` at a time; a
+string whose ids differ is re-checked one code point at a time to name the code points responsible.
 """
 
 from __future__ import annotations
@@ -20,17 +18,15 @@ from tokbackend._wording import counted
 from tokbackend.backends._base import BatchEncoder
 
 _PER_STRING = 64
-# Code points per batch call: a derivation's budget is checked between two (one batch in one
-# context takes a few milliseconds, so a bound is overrun by about that, or by the culprit search
-# of one batch whose strings all differ; a fast derivation took as long in batches as in one
-# call per context).
+# Code points per batch call: a derivation's budget is checked between two, so a bound is overrun
+# by about one batch (milliseconds), or by the culprit search of one batch whose strings all differ.
 BATCH = 512
 PLANE = 0x10000
 
 
 def all_code_points() -> list[int]:
     """U+0000..U+10FFFF without the surrogates (which are not valid text)."""
-    return [code_point for code_point in range(0x110000) if not 0xD800 <= code_point <= 0xDFFF]
+    return plane_code_points(range(17))
 
 
 def plane_code_points(planes: Iterable[int]) -> list[int]:
@@ -76,6 +72,7 @@ class ScanReport:
 
     @property
     def all_divergent(self) -> list[int]:
+        """Every divergent code point, in any context, sorted."""
         return sorted({code_point for found in self.divergent.values() for code_point in found})
 
     def by_family(self) -> dict[str, list[int]]:
@@ -94,6 +91,7 @@ class ScanReport:
         return None
 
     def summary(self) -> str:
+        """'3 divergent code points (contractions 3): U+017F, ...', or that there were none."""
         if not self.all_divergent:
             return f"no divergent code points ({counted(self.scanned, 'code point')} x {counted(len(self.divergent), 'context')})"
         families = ", ".join(f"{family} {len(found)}" for family, found in self.by_family().items())
@@ -109,18 +107,15 @@ def scan(
     meter: DerivationMeter | None = None,
 ) -> dict[str, ScanReport]:
     """Compare each candidate with `reference` on every code point in every context, checking
-    `meter` (a derivation's budget) after each batch of `BATCH` code points.
-
-    The reference (usually HuggingFace, the slow side) is run once per context for all candidates.
-    """
+    `meter` (a derivation's budget) after each batch. The reference (usually HuggingFace, the slow
+    side) runs once per context for all candidates."""
     started = time.perf_counter()
     code_points = all_code_points() if code_points is None else code_points
     divergent: dict[str, dict[ScanContext, list[int]]] = {name: {} for name in candidates}
     groups = [code_points[start : start + _PER_STRING] for start in range(0, len(code_points), _PER_STRING)]
     per_batch = BATCH // _PER_STRING
-    # the candidates encode on threads of their own while the reference does: both sides release
-    # the GIL inside their libraries (a start-up screen took 0.13 s one after the other). One
-    # thread a candidate for the whole scan, not one a batch: a start-up screen is 20 batches.
+    # the candidates encode on threads of their own while the reference does (both release the
+    # GIL); one thread a candidate for the whole scan, not one a batch
     with ThreadPoolExecutor(max_workers=len(candidates) or 1, thread_name_prefix="tokbackend-scan") as threads:
         for index, context in enumerate(contexts):
             found: dict[str, list[int]] = {name: [] for name in candidates}
@@ -134,9 +129,7 @@ def scan(
                         if left != right:
                             found[name].extend(_culprits(reference, candidate, group, context))
                 if meter is not None:
-                    meter.check(
-                        f"context {index + 1} of {len(contexts)} ({context.template!r}), a scan of {len(code_points)} code points"
-                    )
+                    meter.check(f"context {index + 1} of {len(contexts)} ({context.template!r}), {len(code_points)} code points")
             for name in candidates:
                 divergent[name][context] = found[name]
             if progress is not None:
