@@ -1,9 +1,4 @@
-"""A call's ids assembled from cached pieces, with only the pieces it misses encoded.
-
-`encode_through_cache` splits each text at its added tokens (after the remembered prefix it
-extends, if any), looks every piece up, encodes the missing ones in one guarded call of the
-routing, stores what the doorkeeper admits, and concatenates.
-"""
+"""A call's ids assembled from cached pieces, with only the pieces it misses encoded."""
 
 from __future__ import annotations
 
@@ -24,8 +19,9 @@ class PieceEncoder(Protocol):
 def encode_through_cache(
     texts: list[str], splitter: AddedTokenSplitter, cache: SegmentCache, routing: PieceEncoder, hf_ids: BatchEncoder
 ) -> tuple[list[list[int]], int]:
-    """(ids of each text, how many of the texts HuggingFace answered in part): the missed pieces
-    go through `routing.encode` (its Unicode guard hands some to `hf_ids`)."""
+    """(ids of each text, how many texts HuggingFace answered in part). Each text is split after
+    the remembered prefix it extends, if any; the missed pieces go through one `routing.encode`
+    (its Unicode guard hands some to `hf_ids`), and what the doorkeeper admits is stored."""
     found_under = [cache.prefix_of(text, splitter) for text in texts]
     heads = [entry if entry is not None and entry.chunks is not None else None for entry in found_under]
     split = [splitter.split(text, head.chars) if head else splitter.split(text) for text, head in zip(texts, heads)]
