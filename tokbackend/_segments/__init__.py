@@ -10,7 +10,7 @@ import dataclasses
 
 from tokbackend._segments.assembly import encode_through_cache
 from tokbackend._segments.cache import DEFAULT_SEGMENT_CACHE_MIB, SegmentCache
-from tokbackend._segments.splitter import AddedTokenSplitter, Piece, text_of
+from tokbackend._segments.splitter import AddedTokenSplitter, text_of
 from tokbackend.backends._base import BatchEncoder
 
 # A text without an added token is one piece, answered by the cache only as a whole repeat: below
@@ -63,10 +63,7 @@ def segments_for(tokenizer_json: str, budget_mib: int, steps_aside: bool, hf_ids
     splitter = AddedTokenSplitter.for_tokenizer_json(tokenizer_json)
     if isinstance(splitter, str):
         return splitter
-    failure = premise_fails(splitter, hf_ids)
-    if failure is not None:
-        return failure
-    return Segments(splitter, SegmentCache(budget_mib << 20, steps_aside))
+    return premise_fails(splitter, hf_ids) or Segments(splitter, SegmentCache(budget_mib << 20, steps_aside))
 
 
 def premise_fails(splitter: AddedTokenSplitter, hf_ids: BatchEncoder) -> str | None:
@@ -98,7 +95,6 @@ __all__ = [
     "DEFAULT_SEGMENT_CACHE_MIB",
     "LONG_PLAIN_TEXT",
     "AddedTokenSplitter",
-    "Piece",
     "SegmentCache",
     "Segments",
     "encode_through_cache",

@@ -40,11 +40,6 @@ class Piece:
         return f"Piece({self.text[:20]!r}...{len(self.text)} characters)"
 
 
-def _nothing(text: str) -> None:
-    """`search` of a tokenizer without added tokens."""
-    return None
-
-
 def text_of(piece: str | Piece) -> str:
     return piece.text if isinstance(piece, Piece) else piece
 
@@ -63,8 +58,8 @@ class AddedTokenSplitter:
         rest = "|".join(re.escape(token[len(prefix) :]) for token in alternatives)
         # One capturing group: `re.split` then returns pieces and tokens alternately, in C.
         self._pattern = re.compile(f"({re.escape(prefix)}(?:{rest}))") if alternatives else None
-        # the first added token in a text, or None (C code: read on every call)
-        self.search: Callable[[str], object] = self._pattern.search if self._pattern is not None else _nothing
+        # the first added token in a text, or None (C code where there are added tokens: read on every call)
+        self.search: Callable[[str], object] = self._pattern.search if self._pattern is not None else lambda text: None
 
     @classmethod
     def for_tokenizer_json(cls, tokenizer_json: str) -> AddedTokenSplitter | str:
