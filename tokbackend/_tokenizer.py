@@ -134,9 +134,9 @@ class AcceleratedTokenizerMixin(_HFTokenizer):
             return super()._encode_plus(text, text_pair, add_special_tokens, **kwargs)
 
     def _tokbackend_settings(self, kwargs: dict[str, Any]) -> tuple[Hashable, ...]:
-        """Everything HF's `set_truncation_and_padding` and `encode_special_tokens` read for this
-        call: two calls with equal tuples leave the Rust tokenizer alike. The pad token is read
-        only for a padding call, as HF reads it (reading an unset one logs an error)."""
+        """What HF's `set_truncation_and_padding` and `encode_special_tokens` read for this call
+        (equal tuples leave the Rust tokenizer alike); the pad token only for a padding call, as
+        HF reads it (reading an unset one logs an error)."""
         padding = kwargs.get("padding_strategy")
         pads = None
         if getattr(padding, "value", padding) not in (None, "do_not_pad"):
@@ -146,9 +146,8 @@ class AcceleratedTokenizerMixin(_HFTokenizer):
     def _tokbackend_answer(
         self, text: Any, text_pair: Any, add_special_tokens: bool, kwargs: dict[str, Any], arrays: bool, ids_only: bool = False
     ) -> BatchIds | None:
-        """The backend's ids for this call (as `array('q')`s with `arrays`), or None after
-        recording why HuggingFace answers it. `ids_only`: the caller returns the ids alone
-        (`encode`), so the token type ids `model_input_names` may ask for are never made."""
+        """The backend's ids for this call (`array('q')`s with `arrays`), or None after recording
+        why HuggingFace answers it. `ids_only`: the caller (`encode`) returns no token type ids."""
         state = self._tokbackend
         returns_token_type_ids = not ids_only and "token_type_ids" in self.model_input_names
         side, split_special_tokens = self.truncation_side, self.split_special_tokens
@@ -188,8 +187,6 @@ class AcceleratedTokenizerMixin(_HFTokenizer):
         side, serving = self.truncation_side, self._tokbackend.serving
         compute = functools.partial(self._tokbackend_reference.hf_encodings, seen, add_special_tokens, kwargs, side, serving)
         return lazy_batch_encoding(data, compute)
-
-    # -- copies: pickle, deepcopy ------------------------------------------------------------
 
     def _tokbackend_plain_copy(self) -> PreTrainedTokenizerBase:
         """A shallow copy of the HuggingFace tokenizer underneath, without acceleration."""
@@ -259,9 +256,8 @@ class HFReference:
     def hf_encodings(
         self, text: Any, add_special_tokens: bool, kwargs: dict[str, Any], truncation_side: str, serving: tuple[Build, object]
     ) -> list[Encoding]:
-        """HuggingFace's own `tokenizers.Encoding`s for a call the fast path answered with the
-        build and fingerprint `serving` (the call warned already, if HF's would have). After a
-        change to the tokenizer, those of the state the call saw."""
+        """HuggingFace's own `tokenizers.Encoding`s for a call the fast path answered with the build
+        and fingerprint `serving`: after a change to the tokenizer, those of the state it saw."""
         build, fingerprint = serving
         tokenizer = self._tokenizer
         if self.fingerprint() == fingerprint or build.tokenizer_json is None:
@@ -296,7 +292,7 @@ class HFReference:
 
 def _left_by(truncation: Truncation | None, kwargs: dict[str, Any], truncation_side: str) -> Settings:
     """The Rust settings HF's call leaves, for a call the fast path may answer with this
-    `truncation` (`truncation_of(kwargs)`, which the caller has read already)."""
+    `truncation` (`truncation_of(kwargs)`)."""
     if truncation is None:
         return PLAIN
     return truncated(truncation.max_length, truncation.stride, kwargs["truncation_strategy"].value, truncation_side)
@@ -304,9 +300,8 @@ def _left_by(truncation: Truncation | None, kwargs: dict[str, Any], truncation_s
 
 @functools.lru_cache(maxsize=2)
 def _rust_as_built(tokenizer_json: str, thread: int) -> Tokenizer:
-    """A private Rust tokenizer of a state the shared one has left: HF's own encode of that
-    state, for results made before a change. One per thread (`thread`: its ident), which alone
-    sets its settings and encodes with it: no lock, and no other thread's settings in between."""
+    """A private Rust tokenizer of a state the shared one has left, for results made before a
+    change. One per thread (`thread`: its ident), so no lock and no other thread's settings."""
     from tokenizers import Tokenizer
 
     return Tokenizer.from_str(tokenizer_json)

@@ -90,12 +90,8 @@ def model_settings(sections: dict[str, Any]) -> dict[str, Any]:
 
 
 def without_truncation_and_padding(tokenizer_json: str) -> str:
-    """The tokenizer.json with `truncation` and `padding` null, its vocabulary left unparsed.
-
-    >>> without_truncation_and_padding('{"version":"1.0","truncation":{"max_length":5},"padding":null,"normalizer":null,'
-    ...     '"pre_tokenizer":null,"model":{"type":"BPE"}}')
-    '{"version":"1.0","truncation":null,"padding":null,"normalizer":null,"pre_tokenizer":null,"model":{"type":"BPE"}}'
-    """
+    """The tokenizer.json with `truncation` and `padding` null (returned as it is where both are),
+    its vocabulary left unparsed."""
     sections = top_level_sections(tokenizer_json)
     if sections.get("truncation") is None and sections.get("padding") is None:
         return tokenizer_json

@@ -1,12 +1,11 @@
 """Noticing, on every call and in microseconds, a change to anything an encode depends on.
 
 `fingerprint()` changes whenever the Rust tokenizer's added tokens, normalizer, pre-tokenizer,
-post-processor or model may have, whichever object made the change (they share the Rust one).
-Added tokens change only through its `add_tokens` and `add_special_tokens`, which `watch()`
-shadows in the object's `__dict__` with wrappers that put a fresh marker there: reading the added
-tokens costs ~25 us, and the vocabulary size with them walks the whole vocabulary. Truncation and
-padding are left out: HF resets both before every encode. `content()` is what a build is made
-from, without the marker and identity: two tokenizers with equal content encode alike.
+post-processor or model may have. Added tokens change only through `add_tokens` and
+`add_special_tokens`, which `watch()` shadows with wrappers that put a fresh marker in the
+object's `__dict__` (reading the added tokens themselves is slow). `content()` is what a build is
+made from, without the marker and identity: two tokenizers with equal content encode alike.
+Truncation and padding are left out: HF resets both before every encode.
 """
 
 from __future__ import annotations
