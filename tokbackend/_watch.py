@@ -39,12 +39,9 @@ _MODEL_FIELDS = MappingProxyType(
 
 
 def watch(rust: Any, owner: Any) -> object:
-    """Count the calls that change `rust`'s added tokens (once per object, for as long as `owner`,
-    the Python object holding `rust`, lives); returns the current marker."""
+    """Count the calls that change `rust`'s added tokens (for as long as `owner`, the Python object
+    holding `rust`, lives); returns the first marker. `fingerprint` calls it for an unwatched `rust`."""
     namespace = rust.__dict__
-    marker: object | None = namespace.get(_MARKER)
-    if marker is not None:
-        return marker
     try:
         reference: Callable[[], Any] = weakref.ref(rust)
     except TypeError:  # tokenizers 0.22 takes no weak reference: unwatched when `owner` goes
