@@ -36,9 +36,9 @@ if TYPE_CHECKING:
 else:
     _HFTokenizer = object  # the generated class puts the tokenizer's own class after the mixin
 
-# The calls' mode in this context, one read per call: fast-path ids as lists, as `array('q')`s
-# (`ids_as_arrays`), or `_HF`, where HuggingFace must answer with its real `tokenizers.Encoding`s
-# (`tokenize()` reads tokens from them; the reference ids are HF's own), over either of the others.
+# The calls' mode in this context, read once per call: fast-path ids as lists, as `array('q')`s
+# (`ids_as_arrays`), or `_HF`: HuggingFace answers with its real `tokenizers.Encoding`s (`tokenize()`
+# reads tokens from them; the reference ids are HF's own), also inside `ids_as_arrays`.
 _LISTS, _ARRAYS, _HF = "lists", "arrays", "hf"
 _mode = contextvars.ContextVar("tokbackend_mode", default=_LISTS)
 
@@ -49,8 +49,7 @@ def ids_as_arrays() -> Iterator[None]:
     attention masks) built from the backend's buffer; what HuggingFace answers keeps its lists.
     Only for a caller that converts every id sequence with `array("q", ids)` before anything
     reads it (SGLang's tokenizer manager), which would throw lists of Python ints away."""
-    mode = _mode.get()
-    token = _mode.set(_HF if mode is _HF else _ARRAYS)
+    token = _mode.set(_HF if _mode.get() is _HF else _ARRAYS)
     try:
         yield
     finally:
