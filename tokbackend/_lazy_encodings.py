@@ -1,24 +1,10 @@
-"""The `BatchEncoding` a fast-path call returns: HuggingFace's class, its Encodings made when first read.
+"""A fast-path result: HuggingFace's `BatchEncoding`, its `tokenizers.Encoding`s made when first read.
 
-HF's result of a fast tokenizer carries `tokenizers.Encoding`s besides the ids: `is_fast`,
-`n_sequences`, `encodings`, `enc[0]`, `tokens()`, `word_ids()`, `char_to_token()`, offsets (which
-`apply_chat_template(..., return_assistant_tokens_mask=True)` reads). The fast path has only ids,
-and making HF's Encodings costs HF's whole encode: done for every result, it would undo the fast
-path for `tokenizer(text)` (what SGLang's tokenizer manager and vLLM's batching tokenizer call).
-
-So a fast-path result is a plain `BatchEncoding` (`type(result) is BatchEncoding`) whose
-Encodings are made by `compute()` the first time anything reads `_encodings`, the attribute every
-HF method and the `encodings` property read. What is read is then a plain `list` of
-`tokenizers.Encoding`, filled before anyone sees it, so C code (`[None] + result.encodings`,
-`json`, `numpy`) sees what HF's gives. Reading the ids, `dict(result)`, `n_sequences` or
-converting to tensors computes nothing. `compute()` gives the Encodings of the call as the
-tokenizer stood when it was made (`tokbackend._tokenizer`), so they stay HF's after the user edits
-the id lists in place or changes the tokenizer.
-
-The read is caught by one data descriptor, `BatchEncoding._encodings`, installed when this module
-is imported (the one change tokbackend makes to a HuggingFace class): on HF's own results it
-returns what `__init__` stored, as the plain attribute did; only a value this module stored (a
-`_Pending`) is computed. Pickles and copies hold a plain list, as HF's do.
+Making HF's Encodings costs HF's whole encode, so a fast-path result holds a `_Pending` in their
+place. `BatchEncoding._encodings`, the attribute every HF method reads, becomes a data descriptor
+when this module is imported (the one change tokbackend makes to a HuggingFace class): on HF's own
+results it returns what `__init__` stored; a `_Pending` is computed once into a plain `list`, so
+C code, pickles and copies see what HF's gives. Ids, `dict(result)` and tensors compute nothing.
 """
 
 from __future__ import annotations
@@ -69,12 +55,8 @@ def _delete(result: BatchEncoding) -> None:
         raise AttributeError(_KEY) from None
 
 
-def _install() -> None:
-    if not isinstance(BatchEncoding.__dict__.get(_KEY), property):
-        BatchEncoding._encodings = property(_read, _write, _delete, "the tokenizers.Encoding list (tokbackend._lazy_encodings)")  # type: ignore[assignment]  # a descriptor over HF's attribute
-
-
-_install()
+if not isinstance(BatchEncoding.__dict__.get(_KEY), property):  # installed once, also if reloaded
+    BatchEncoding._encodings = property(_read, _write, _delete, "the tokenizers.Encoding list (tokbackend._lazy_encodings)")  # type: ignore[assignment]  # a descriptor over HF's attribute
 
 
 def lazy_batch_encoding(data: dict[str, Any], compute: Callable[[], list[Any]]) -> BatchEncoding:

@@ -1,16 +1,9 @@
-"""May the backend answer this call? One pure function decides, for every entry point.
+"""May the backend answer this call? One pure function, `fast_path_reason`, decides for every entry point.
 
-`fast_path_reason` looks only at its arguments (the call and the tokenizer's defaults) and
-returns None when the backend may answer, otherwise the `FallbackReason` HuggingFace answers
-for. The other reasons are found while answering (the Unicode guard, bad input, a call that
-would truncate); every reason is a member of one enum, so `stats()` and the logs name them
-alike.
-
-The backend answers only calls HuggingFace provably accepts: an argument HF would reject (a
-non-bool `add_special_tokens`, a negative or non-int `stride` when truncating, ...) is handed to
-HF, which raises its own exception with its own message for the installed versions (pyo3's
-messages differ between tokenizers 0.22 and 0.23, so none is re-created here). The rules follow
-HF's own checks in `_encode_plus`, `set_truncation_and_padding` and the Rust binding.
+It answers None or the `FallbackReason` HuggingFace answers for; the reasons found later, while
+answering (the Unicode guard, bad input, ids that would be cut), are members of the same enum, so
+`stats()` and the logs name them alike. Only calls HF provably accepts are answered: a value HF
+would reject goes to HF, which raises its own exception (pyo3's messages differ between versions).
 """
 
 from __future__ import annotations
@@ -53,32 +46,24 @@ class FallbackReason(str, enum.Enum):
         return self is FallbackReason.BACKEND_ERROR
 
 
-# `_encode_plus` flags whose true values the fast path cannot reproduce, in the order checked
-# (HF reads each for truthiness only).
-_FLAGS_NEEDING_HF = (
-    FallbackReason.RETURN_OVERFLOWING_TOKENS,
-    FallbackReason.RETURN_SPECIAL_TOKENS_MASK,
-    FallbackReason.RETURN_OFFSETS_MAPPING,
-    FallbackReason.RETURN_LENGTH,
-    FallbackReason.SANITIZE_CONTROL_TOKENS,
+# (keyword, reason) of the `_encode_plus` flags whose true values the fast path cannot reproduce,
+# in the order checked (HF reads each for truthiness only); `.value` read once, not per call.
+_FLAG_KWARGS = tuple(
+    (flag.value, flag)
+    for flag in (
+        FallbackReason.RETURN_OVERFLOWING_TOKENS,
+        FallbackReason.RETURN_SPECIAL_TOKENS_MASK,
+        FallbackReason.RETURN_OFFSETS_MAPPING,
+        FallbackReason.RETURN_LENGTH,
+        FallbackReason.SANITIZE_CONTROL_TOKENS,
+    )
 )
-# (keyword, reason) of each flag, read once: an enum's `.value` is a Python-level property, and the
-# policy runs on every call.
-_FLAG_KWARGS = tuple((flag.value, flag) for flag in _FLAGS_NEEDING_HF)
 # Accepted with any value: read for truthiness only, or never read without padding or truncation
-# (where `max_length` and `stride` are checked above).
-_HARMLESS_KWARGS = frozenset({"verbose", "stride", "padding_side", "max_length", "pad_to_multiple_of", "is_split_into_words"})
+# (where `max_length` and `stride` are checked).
+_HARMLESS_KWARGS = ("verbose", "stride", "padding_side", "max_length", "pad_to_multiple_of", "is_split_into_words")
+_CHECKED_KWARGS = ("padding_strategy", "truncation_strategy", "return_tensors", "split_special_tokens", "return_token_type_ids")
 KNOWN_KWARGS = frozenset(
-    {
-        "padding_strategy",
-        "truncation_strategy",
-        "return_tensors",
-        "split_special_tokens",
-        "return_token_type_ids",
-        "return_attention_mask",
-        *(keyword for keyword, _ in _FLAG_KWARGS),
-        *_HARMLESS_KWARGS,
-    }
+    {*_CHECKED_KWARGS, "return_attention_mask", *(keyword for keyword, _ in _FLAG_KWARGS), *_HARMLESS_KWARGS}
 )
 # Truncation strategies that, for one sequence, cut it to `max_length` and nothing else.
 _SINGLE_SEQUENCE_TRUNCATION = frozenset({"longest_first", "only_first"})
@@ -88,9 +73,8 @@ _USIZE_END = 1 << 64
 
 @dataclasses.dataclass(frozen=True)
 class Truncation:
-    """A truncation the call asks for and the fast path may keep: it keeps the backend's ids only
-    when they fit in `max_length` (nothing would be cut), and `stride` must pass the check HF's
-    Rust side makes against `max_length` less the special tokens (`AccelerationState.answer`)."""
+    """A truncation the fast path may keep: only ids that fit in `max_length` (nothing cut) are
+    kept, and `stride` must pass HF's Rust check (`AccelerationState.answer`)."""
 
     max_length: int
     stride: int
@@ -111,11 +95,8 @@ def fast_path_reason(
     """None when the backend may answer this `_encode_plus(text, text_pair, add_special_tokens,
     **kwargs)` call: HF would accept it and return the ids alone (and an attention mask).
 
-    A call with truncation may be answered: `truncation_of(kwargs)` gives what the caller must
-    check the ids against, since only a call that would cut nothing keeps the fast ids. What a
-    call does not say it inherits from the tokenizer: its `split_special_tokens` (HF requires a
-    bool), whether it returns token type ids (`"token_type_ids" in model_input_names`, never
-    for `encode()`, which returns the ids alone) and its `truncation_side`.
+    A truncating call may be answered if it cuts nothing (`truncation_of` gives what to check).
+    The last three arguments are the tokenizer's defaults the call inherits.
 
     >>> fast_path_reason("hi", None, True, {}, False, False) is None
     True
@@ -128,17 +109,15 @@ def fast_path_reason(
         return FallbackReason.TEXT_PAIR
     if add_special_tokens is not True and add_special_tokens is not False:
         return FallbackReason.ARGUMENT_VALUE
-    # HF's strategies are str enums, equal to their values: compared as they come (no `.value`,
-    # a Python-level property, on every call); anything else that is not one of these goes to HF.
+    # HF's strategies are str enums, equal to their values: compared as they come (no `.value`)
     if kwargs.get("padding_strategy") not in (None, "do_not_pad"):
         return FallbackReason.PADDING
     truncation = kwargs.get("truncation_strategy")
     if truncation not in (None, "do_not_truncate"):
         if not isinstance(truncation, enum.Enum) or truncation.value not in _SINGLE_SEQUENCE_TRUNCATION:
             return FallbackReason.TRUNCATION
-        if not _is_usize(kwargs.get("max_length")) or not _is_usize(kwargs.get("stride", 0)):
-            return FallbackReason.ARGUMENT_VALUE
-        if truncation_side not in ("right", "left"):
+        usize = _is_usize(kwargs.get("max_length")) and _is_usize(kwargs.get("stride", 0))
+        if not usize or truncation_side not in ("right", "left"):
             return FallbackReason.ARGUMENT_VALUE
     if kwargs.get("return_tensors") is not None:
         return FallbackReason.RETURN_TENSORS

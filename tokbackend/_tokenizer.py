@@ -1,15 +1,9 @@
-"""The HuggingFace-facing side: `accelerate()`, the class it generates, and the reference.
+"""`accelerate()` and the class it generates: the only module that knows HuggingFace's classes.
 
-`accelerate()` returns an instance of a generated subclass of the tokenizer's own class, so
-`isinstance` checks, `backend_tokenizer`, the vocabulary and every other attribute stay
-HuggingFace's. The subclass overrides the encode surface: `_encode_plus`, which `__call__`,
-`encode` and `apply_chat_template(tokenize=True)` reach, and `encode` itself for its common
-form. In both, `tokbackend._policy` decides whether the backend may answer, `tokbackend._state`
-answers, and anything else is handed to HuggingFace unchanged, counted by reason and logged once
-per reason.
-
-This is the only module that knows HuggingFace's tokenizer classes: the layers below it see an
-`HFReference` (`tokbackend._reference.Reference`).
+The generated class subclasses the tokenizer's own, so every attribute stays HuggingFace's, and
+overrides `encode` and `_encode_plus` (which `__call__` and `apply_chat_template` reach): where
+`tokbackend._policy` allows, `tokbackend._state` answers; anything else goes to HF unchanged.
+The layers below see an `HFReference`.
 """
 
 from __future__ import annotations
@@ -42,39 +36,34 @@ if TYPE_CHECKING:
 else:
     _HFTokenizer = object  # the generated class puts the tokenizer's own class after the mixin
 
-# Set while HuggingFace itself must produce real `tokenizers.Encoding`s (e.g. `tokenize()`
-# reads `.tokens()` from them, and the reference ids the probe compares against); such calls
-# are not encode traffic.
-_hf_only = contextvars.ContextVar("tokbackend_hf_only", default=False)
-
-
-# Set by a caller that turns the ids of its encodes into `array('q')` at once (SGLang's tokenizer
-# manager: `tokbackend.integrations.sglang`): inside, fast-path ids come as such arrays, built
-# from the backend's own buffer, instead of lists of Python ints the caller would throw away.
-_ids_as_arrays = contextvars.ContextVar("tokbackend_ids_as_arrays", default=False)
+# The calls' mode in this context, read once per call: fast-path ids as lists, as `array('q')`s
+# (`ids_as_arrays`), or `_HF`: HuggingFace answers with its real `tokenizers.Encoding`s (`tokenize()`
+# reads tokens from them; the reference ids are HF's own), also inside `ids_as_arrays`.
+_LISTS, _ARRAYS, _HF = "lists", "arrays", "hf"
+_mode = contextvars.ContextVar("tokbackend_mode", default=_LISTS)
 
 
 @contextlib.contextmanager
 def ids_as_arrays() -> Iterator[None]:
     """Plain-text encodes through accelerated tokenizers inside give `array('q')` ids (and
-    attention masks), for a caller that stores them so; anything HuggingFace answers keeps its
-    lists. Only for code that converts every id sequence it gets with `array("q", ids)` before
-    anything else reads it."""
-    token = _ids_as_arrays.set(True)
+    attention masks) built from the backend's buffer; what HuggingFace answers keeps its lists.
+    Only for a caller that converts every id sequence with `array("q", ids)` before anything
+    reads it (SGLang's tokenizer manager), which would throw lists of Python ints away."""
+    token = _mode.set(_HF if _mode.get() is _HF else _ARRAYS)
     try:
         yield
     finally:
-        _ids_as_arrays.reset(token)
+        _mode.reset(token)
 
 
 @contextlib.contextmanager
 def _handed_to_hf() -> Iterator[None]:
     """HuggingFace answers whatever is called inside (our overrides step aside)."""
-    token = _hf_only.set(True)
+    token = _mode.set(_HF)
     try:
         yield
     finally:
-        _hf_only.reset(token)
+        _mode.reset(token)
 
 
 class AcceleratedTokenizerMixin(_HFTokenizer):
@@ -110,12 +99,9 @@ class AcceleratedTokenizerMixin(_HFTokenizer):
         return_tensors: Any = None,
         **kwargs: Any,
     ) -> Any:
-        # The common call, `encode(text)`, goes to the policy directly, without HF's BatchEncoding
-        # round trip (~0.1 ms for a 32k-token prompt), asking for the ids alone: a tokenizer whose
-        # `model_input_names` hold token_type_ids makes `tok(text)` return them, never `encode`.
-        # Anything else (padding, truncation, tensors, a batch, more keywords) takes HF's own
-        # path: HF resolves and checks the arguments as it does for its own calls, and the call
-        # comes back through `_encode_plus`.
+        # `encode(text)` asks the policy directly for the ids alone, without HF's BatchEncoding
+        # round trip; any other call takes HF's path, which checks its arguments and comes back
+        # through `_encode_plus`.
         if (
             padding is False
             and (truncation is None or truncation is False)
@@ -123,9 +109,9 @@ class AcceleratedTokenizerMixin(_HFTokenizer):
             and return_tensors is None
             and not kwargs
             and type(text) is str
-            and not _hf_only.get()
+            and (mode := _mode.get()) is not _HF
         ):
-            ids = self._tokbackend_answer(text, text_pair, add_special_tokens, {}, _ids_as_arrays.get(), ids_only=True)
+            ids = self._tokbackend_answer(text, text_pair, add_special_tokens, {}, mode is _ARRAYS, ids_only=True)
             if ids is not None:
                 if len(ids[0]) > self.model_max_length:  # HF's warning (once) about a too long sequence
                     self._eventual_warn_about_too_long_sequence(ids[0], None, True)  # type: ignore[arg-type]  # HF reads its len()
@@ -137,8 +123,9 @@ class AcceleratedTokenizerMixin(_HFTokenizer):
         )
 
     def _encode_plus(self, text: Any, text_pair: Any = None, add_special_tokens: bool = True, **kwargs: Any) -> BatchEncoding:  # type: ignore[override]  # HF passes the rest by keyword
-        if not _hf_only.get():
-            arrays = _ids_as_arrays.get() and kwargs.get("return_tensors") is None
+        mode = _mode.get()
+        if mode is not _HF:
+            arrays = mode is _ARRAYS and kwargs.get("return_tensors") is None
             ids = self._tokbackend_answer(text, text_pair, add_special_tokens, kwargs, arrays)
             if ids is not None:
                 return self._batch_encoding(text, ids, add_special_tokens, kwargs)
@@ -146,9 +133,9 @@ class AcceleratedTokenizerMixin(_HFTokenizer):
             return super()._encode_plus(text, text_pair, add_special_tokens, **kwargs)
 
     def _tokbackend_settings(self, kwargs: dict[str, Any]) -> tuple[Hashable, ...]:
-        """Everything HF's `set_truncation_and_padding` and `encode_special_tokens` read for this
-        call: two calls with equal tuples leave the Rust tokenizer alike. The pad token is read
-        only for a padding call, as HF reads it (reading an unset one logs an error)."""
+        """What HF's `set_truncation_and_padding` and `encode_special_tokens` read for this call
+        (equal tuples leave the Rust tokenizer alike); the pad token only for a padding call, as
+        HF reads it (reading an unset one logs an error)."""
         padding = kwargs.get("padding_strategy")
         pads = None
         if getattr(padding, "value", padding) not in (None, "do_not_pad"):
@@ -156,17 +143,10 @@ class AcceleratedTokenizerMixin(_HFTokenizer):
         return tuple(kwargs.get(name) for name in _SETTINGS_KWARGS), self.truncation_side, pads, self.split_special_tokens
 
     def _tokbackend_answer(
-        self,
-        text: Any,
-        text_pair: Any,
-        add_special_tokens: bool,
-        kwargs: dict[str, Any],
-        arrays: bool = False,
-        ids_only: bool = False,
+        self, text: Any, text_pair: Any, add_special_tokens: bool, kwargs: dict[str, Any], arrays: bool, ids_only: bool = False
     ) -> BatchIds | None:
-        """The backend's ids for this call (as `array('q')`s with `arrays`), or None after
-        recording why HuggingFace answers it. `ids_only`: the caller returns the ids alone
-        (`encode`), so the token type ids `model_input_names` may ask for are never made."""
+        """The backend's ids for this call (`array('q')`s with `arrays`), or None after recording
+        why HuggingFace answers it. `ids_only`: the caller (`encode`) returns no token type ids."""
         state = self._tokbackend
         returns_token_type_ids = not ids_only and "token_type_ids" in self.model_input_names
         side, split_special_tokens = self.truncation_side, self.split_special_tokens
@@ -182,8 +162,7 @@ class AcceleratedTokenizerMixin(_HFTokenizer):
         return ids
 
     def tokenize(self, *args: Any, **kwargs: Any) -> list[str]:
-        # HF's tokenize() reads token strings off `tokenizers.Encoding` objects, which only
-        # HuggingFace's own encode produces; it is not part of the accelerated surface.
+        # it reads token strings off `tokenizers.Encoding`s, which only HF's own encode makes
         with _handed_to_hf():
             return super().tokenize(*args, **kwargs)
 
@@ -197,8 +176,7 @@ class AcceleratedTokenizerMixin(_HFTokenizer):
         single = type(text) is str
         data: dict[str, Any] = {"input_ids": ids[0] if single else ids}
         if return_attention_mask:
-            # in the array form (`ids_as_arrays`) the masks are arrays too: 1.3M Python ints for
-            # a batch of 40 x 32k tokens cost more than the rest of the call around the encode
+            # arrays in the array form: a mask of Python ints costs more than the rest of the call
             if ids and type(ids[0]) is array:
                 data["attention_mask"] = ones_like(ids[0]) if single else list(map(ones_like, ids))
             else:
@@ -209,8 +187,6 @@ class AcceleratedTokenizerMixin(_HFTokenizer):
         compute = functools.partial(self._tokbackend_reference.hf_encodings, seen, add_special_tokens, kwargs, side, serving)
         return lazy_batch_encoding(data, compute)
 
-    # -- copies: pickle, deepcopy ------------------------------------------------------------
-
     def _tokbackend_plain_copy(self) -> PreTrainedTokenizerBase:
         """A shallow copy of the HuggingFace tokenizer underneath, without acceleration."""
         self._tokbackend_gate.settle(self._tokenizer)  # what HF's calls would have left on it
@@ -218,13 +194,14 @@ class AcceleratedTokenizerMixin(_HFTokenizer):
         plain.__dict__.update({key: value for key, value in self.__dict__.items() if key not in _OUR_ATTRIBUTES})
         return plain
 
-    def __reduce__(self) -> tuple[Callable[..., PreTrainedTokenizerBase], tuple[PreTrainedTokenizerBase, AccelerationOptions]]:
-        # Another process builds its own backend (nothing Rust-side crosses a pickle).
-        return (_restore, (self._tokbackend_plain_copy(), self._tokbackend.options))
+    def __reduce__(self) -> tuple[Callable[..., PreTrainedTokenizerBase], tuple[Any, ...]]:
+        # Another process builds its own backend (nothing Rust-side crosses a pickle), serving HF's
+        # tokenizer in whatever state it unpickles; `copied`: it hands HF a call it cannot serve.
+        return (_attach, (self._tokbackend_plain_copy(), self._tokbackend.options, None, True))
 
     def __copy__(self) -> AcceleratedTokenizerMixin:
-        # A shallow copy shares HF's Rust tokenizer, so it shares the acceleration state too:
-        # no second backend load (vLLM copies the tokenizer twice while building its renderer).
+        # A shallow copy shares HF's Rust tokenizer, so it shares the acceleration state too (no
+        # second backend load: vLLM copies the tokenizer twice).
         clone = object.__new__(type(self))
         clone.__dict__.update(self.__dict__)
         clone._tokbackend_reference = HFReference(clone, self._tokbackend_reference.model)
@@ -265,13 +242,11 @@ class HFReference:
         """HuggingFace's own ids for plain texts (the reference the backend must match). Not
         the user's call: it leaves the Rust settings and the length warning as they were."""
         encoded = self._internal(list(texts), add_special_tokens, {"split_special_tokens": False}, ("ids",))
-        ids: list[list[int]] = encoded["input_ids"]
-        return ids
+        return cast("list[list[int]]", encoded["input_ids"])
 
     def rust_ids(self, texts: list[str]) -> list[list[int]]:
-        """The Rust tokenizer's ids for plain texts without special tokens, as a guard's
-        derivation reads them (`encode_batch_fast`: no offsets; a start-up screen's reference
-        took 40 ms through `hf_ids`, 25 so). It leaves the Rust settings as they were."""
+        """The Rust tokenizer's ids for plain texts without special tokens, for a guard's derivation
+        (`encode_batch_fast`: no offsets, faster than `hf_ids`). It leaves the Rust settings as they were."""
         rust = self._tokenizer._tokenizer
         with _handed_to_hf(), self._tokenizer._tokbackend_gate.entered(rust, ("ids",), internal=True):
             apply(rust, PLAIN)  # what `hf_ids` asks of `_encode_plus`, which sets the same
@@ -280,9 +255,8 @@ class HFReference:
     def hf_encodings(
         self, text: Any, add_special_tokens: bool, kwargs: dict[str, Any], truncation_side: str, serving: tuple[Build, object]
     ) -> list[Encoding]:
-        """HuggingFace's own `tokenizers.Encoding`s for a call the fast path answered with the
-        build and fingerprint `serving` (the call warned already, if HF's would have). After a
-        change to the tokenizer, those of the state the call saw."""
+        """HuggingFace's own `tokenizers.Encoding`s for a call the fast path answered with the build
+        and fingerprint `serving`: after a change to the tokenizer, those of the state it saw."""
         build, fingerprint = serving
         tokenizer = self._tokenizer
         if self.fingerprint() == fingerprint or build.tokenizer_json is None:
@@ -317,7 +291,7 @@ class HFReference:
 
 def _left_by(truncation: Truncation | None, kwargs: dict[str, Any], truncation_side: str) -> Settings:
     """The Rust settings HF's call leaves, for a call the fast path may answer with this
-    `truncation` (`truncation_of(kwargs)`, which the caller has read already)."""
+    `truncation` (`truncation_of(kwargs)`)."""
     if truncation is None:
         return PLAIN
     return truncated(truncation.max_length, truncation.stride, kwargs["truncation_strategy"].value, truncation_side)
@@ -325,9 +299,8 @@ def _left_by(truncation: Truncation | None, kwargs: dict[str, Any], truncation_s
 
 @functools.lru_cache(maxsize=2)
 def _rust_as_built(tokenizer_json: str, thread: int) -> Tokenizer:
-    """A private Rust tokenizer of a state the shared one has left: HF's own encode of that
-    state, for results made before a change. One per thread (`thread`: its ident), which alone
-    sets its settings and encodes with it: no lock, and no other thread's settings in between."""
+    """A private Rust tokenizer of a state the shared one has left, for results made before a
+    change. One per thread (`thread`: its ident), so no lock and no other thread's settings."""
     from tokenizers import Tokenizer
 
     return Tokenizer.from_str(tokenizer_json)
@@ -344,22 +317,16 @@ def model_name(tokenizer: Any) -> str:
     return builtin_name_of(name_or_path) or name_or_path
 
 
-def _restore(plain: PreTrainedTokenizerBase, options: AccelerationOptions) -> PreTrainedTokenizerBase:
-    # HF's tokenizer unpickles whatever state it was in; ours then serves it as it can (a
-    # backend that cannot serve that state hands every call to HF, as the pickled one did)
-    return _attach(plain, options, copied=True)
-
-
+# One generated class per original: accelerated tokenizers of one class share a type, and a class
+# is not made (and kept by its original's subclass list) per `accelerate()`.
 _accelerated_classes: dict[type, type] = {}
 
 
 def accelerated_class(original: type) -> type:
     """The generated subclass of `original` that overrides only the encode surface.
 
-    It keeps the original's name, so code that reads `type(tokenizer).__name__` (and
-    `save_pretrained`, which records it) sees what it always saw; its overrides carry the names
-    of the methods they override, so an error that names one (`got multiple values for keyword
-    argument ...`) reads as HF's.
+    It keeps the original's name (which `save_pretrained` records), and its overrides the names
+    of the methods they override, so an error that names one reads as HF's.
     """
     generated = _accelerated_classes.get(original)
     if generated is not None:
@@ -413,18 +380,14 @@ def accelerate(
 ) -> PreTrainedTokenizerBase:
     """Return a copy of `tokenizer` whose plain-text encode runs on a fast backend.
 
-    `backend` and keyword `changes` override fields of `options` (default `AccelerationOptions()`,
-    whose docstring lists them: backend, strict, probe, allow_hf_fallback, unicode_guard,
-    cache_budget_mib, ...). The copy is an instance of a subclass of the tokenizer's own class;
-    hand it to any consumer of the original. The original is left as it was (the two share
-    HuggingFace's Rust state, so tokens added through either are seen by both; the copy's
-    backend follows).
+    `backend` and keyword `changes` override fields of `options` (default `AccelerationOptions()`).
+    The copy, an instance of a subclass of the tokenizer's class, serves any consumer of the
+    original, which is left as it was; the two share HF's Rust state, so tokens added through
+    either are seen by both.
 
     >>> fast = accelerate(AutoTokenizer.from_pretrained("Qwen/Qwen3-8B"))  # doctest: +SKIP
     >>> fast.encode("hello") == original.encode("hello")  # doctest: +SKIP
     True
-    >>> fast.tokbackend.stats()["routing"]  # doctest: +SKIP
-    {'backend': 'fastokens', 'reason': "the first in auto's order that is exact (fastokens, gigatoken)"}
     """
     from transformers import PreTrainedTokenizerBase
 
@@ -446,11 +409,10 @@ def accelerate(
 
 
 def accelerate_like(tokenizer: PreTrainedTokenizerBase, earlier: PreTrainedTokenizerBase) -> PreTrainedTokenizerBase | None:
-    """`tokenizer` accelerated with the build that `earlier` (an accelerated tokenizer) serves,
-    as a copy of it would be (no second backend load, no second probe, one set of counters), or
-    None where the two might encode differently: another class, another model, or a Rust
-    tokenizer that differs in anything a build is made from (its pipeline, added tokens and the
-    whole tokenizer.json the backends load, vocabulary included)."""
+    """`tokenizer` accelerated with the build that `earlier` (an accelerated tokenizer) serves, as
+    a copy of it would be (no second load or probe), or None where the two might encode
+    differently: another class or model, or a Rust tokenizer that differs in anything a build is
+    made from (the whole tokenizer.json the backends load, vocabulary included)."""
     if not isinstance(earlier, AcceleratedTokenizerMixin) or isinstance(tokenizer, AcceleratedTokenizerMixin):
         return None
     state = earlier._tokbackend

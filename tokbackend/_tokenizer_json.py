@@ -1,13 +1,12 @@
 """Reading a tokenizer.json's small sections without parsing its vocabulary.
 
-A 248k-token vocabulary takes seconds to parse, while what tokbackend reads at start-up (the
-normalizer, the pre-tokenizer, the added tokens, the post-processor) is a few kilobytes. HF's
-serializer writes the model section last, so `top_level_sections` parses every section before
-it and returns the model as its raw text.
+A large vocabulary takes seconds to parse; what start-up reads (normalizer, pre-tokenizer, added
+tokens, post-processor) is a few kilobytes, written before the model section.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections.abc import Callable
@@ -24,9 +23,8 @@ def _skip_whitespace(text: str, position: int) -> int:
 
 
 def top_level_sections(tokenizer_json: str) -> dict[str, Any]:
-    """Top-level values of a tokenizer.json: parsed, except a "model" section that comes after
-    the normalizer and pre-tokenizer (HF writes it last), which is returned as its raw text
-    without surrounding whitespace. A file laid out otherwise is parsed in full.
+    """Top-level values of a tokenizer.json, parsed, but a "model" section after the normalizer
+    and pre-tokenizer (HF writes it last) as its raw text. Another layout is parsed in full.
 
     >>> top_level_sections('{"normalizer": null, "pre_tokenizer": null, "model": {"type": "BPE"}}')["model"]
     '{"type": "BPE"}'
@@ -62,11 +60,7 @@ def top_level_sections(tokenizer_json: str) -> dict[str, Any]:
 
 def does_nothing(component: dict[str, Any] | None) -> bool:
     """Whether a normalizer or pre-tokenizer section is absent or an empty Sequence (DeepSeek's
-    tokenizer.json has `"normalizer": {"type": "Sequence", "normalizers": []}`).
-
-    >>> does_nothing({"type": "Sequence", "normalizers": []}), does_nothing({"type": "NFC"})
-    (True, False)
-    """
+    tokenizer.json has `"normalizer": {"type": "Sequence", "normalizers": []}`)."""
     if component is None:
         return True
     return component.get("type") == "Sequence" and not (component.get("normalizers") or component.get("pretokenizers"))
@@ -79,32 +73,25 @@ def model_head(sections: dict[str, Any], characters: int = 1000) -> str:
 
 
 def model_settings(sections: dict[str, Any]) -> dict[str, Any]:
-    """The model's fields other than its vocabulary and merges ("type", "dropout", "unk_token",
-    ...), read from the text before the vocabulary where HF's serializer put them there.
+    """The model's fields but its vocabulary and merges, read from the text before the vocabulary
+    where HF's serializer put them there.
 
     >>> model_settings({"model": '{"type":"BPE","dropout":null,"fuse_unk":false,"vocab":{"a":0},"merges":[]}'})
     {'type': 'BPE', 'dropout': None, 'fuse_unk': False}
     """
     model: Any = sections.get("model")
-    if isinstance(model, dict):
-        return {key: value for key, value in model.items() if key not in ("vocab", "merges")}
-    head, found, _ = model.partition('"vocab"')
-    if found:
-        try:
-            return _parse(head.rstrip().rstrip(",") + "}")
-        except ValueError:
-            pass
-    return {key: value for key, value in _parse(model).items() if key not in ("vocab", "merges")}
+    if isinstance(model, str):
+        head, found, _ = model.partition('"vocab"')
+        if found:
+            with contextlib.suppress(ValueError):  # fields after the vocabulary: parse it all
+                return _parse(head.rstrip().rstrip(",") + "}")
+        model = _parse(model)
+    return {key: value for key, value in model.items() if key not in ("vocab", "merges")}
 
 
 def without_truncation_and_padding(tokenizer_json: str) -> str:
-    """The tokenizer.json with `truncation` and `padding` set to null (the vocabulary is not
-    parsed; a file that has neither set is returned as it is).
-
-    >>> without_truncation_and_padding('{"version":"1.0","truncation":{"max_length":5},"padding":null,"normalizer":null,'
-    ...     '"pre_tokenizer":null,"model":{"type":"BPE"}}')
-    '{"version":"1.0","truncation":null,"padding":null,"normalizer":null,"pre_tokenizer":null,"model":{"type":"BPE"}}'
-    """
+    """The tokenizer.json with `truncation` and `padding` null (returned as it is where both are),
+    its vocabulary left unparsed."""
     sections = top_level_sections(tokenizer_json)
     if sections.get("truncation") is None and sections.get("padding") is None:
         return tokenizer_json

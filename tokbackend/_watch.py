@@ -1,27 +1,11 @@
-"""Noticing, on every call and in a few microseconds, a change to anything an encode depends on.
+"""Noticing, on every call and in microseconds, a change to anything an encode depends on.
 
-HuggingFace's encode depends on its Rust tokenizer's added tokens (contents and flags),
-normalizer, pre-tokenizer, model and post-processor. Any of them can change after
-`accelerate()`: through transformers (`add_tokens`, `add_special_tokens`, `add_bos_token = True`),
-through `backend_tokenizer` (`.normalizer = ...`, `.pre_tokenizer.add_prefix_space = True`, which
-writes through to the tokenizer), on the accelerated object or on the original (they share the
-Rust tokenizer). `fingerprint()` is read on every call and changes whenever any of them may have:
-
-- Added tokens change only through the Rust object's `add_tokens` and `add_special_tokens`.
-  `watch()` shadows those two methods in the object's own `__dict__` (its class gives it one) with
-  wrappers that call the original and then put a new marker there (a fresh `object()`, equal
-  only to itself); the marker is part of the fingerprint. Reading the
-  added tokens themselves costs ~25 us for 33 tokens, and the vocabulary size with added tokens
-  walks the whole vocabulary on tokenizers 0.22 and 0.23.2 (30 ms for Qwen3). A copy or pickle of
-  the Rust object carries no `__dict__`, so a copy is watched anew.
-- The normalizer, pre-tokenizer and post-processor: their serialized forms (~0.3-0.7 us each).
-- The model: its type, vocabulary size and the flags its encode reads (dropout, byte_fallback...).
-
-Truncation and padding set on the Rust object are left out: HF resets both before every encode,
-and backends are built from a tokenizer.json without them (`tokenizer_json_for_backends`).
-`content()` is what a build is made from, without the marker and the object's identity: two
-tokenizers with equal content encode alike, so a deep copy can share its original's build, and a
-fingerprint that changed with the content unchanged (a token added twice) needs no rebuild.
+`fingerprint()` changes whenever the Rust tokenizer's added tokens, normalizer, pre-tokenizer,
+post-processor or model may have. Added tokens change only through `add_tokens` and
+`add_special_tokens`, which `watch()` shadows with wrappers that put a fresh marker in the
+object's `__dict__` (reading the added tokens themselves is slow). `content()` is what a build is
+made from, without the marker and identity: two tokenizers with equal content encode alike.
+Truncation and padding are left out: HF resets both before every encode.
 """
 
 from __future__ import annotations
@@ -36,8 +20,7 @@ from tokbackend._tokenizer_json import without_truncation_and_padding
 
 _MARKER = "_tokbackend_added_tokens_marker"
 _MUTATORS = ("add_tokens", "add_special_tokens")
-# What each model type's encode reads besides its vocabulary (tokenizers' model getters), read
-# with one `attrgetter` call.
+# What each model type's encode reads besides its vocabulary, read with one `attrgetter` call.
 _MODEL_FIELDS = MappingProxyType(
     {
         "BPE": operator.attrgetter(
@@ -56,15 +39,12 @@ _MODEL_FIELDS = MappingProxyType(
 
 
 def watch(rust: Any, owner: Any) -> object:
-    """Count the calls that change `rust`'s added tokens (once per object, for as long as `owner`,
-    the Python object holding `rust`, lives); returns the current marker."""
+    """Count the calls that change `rust`'s added tokens (for as long as `owner`, the Python object
+    holding `rust`, lives); returns the first marker. `fingerprint` calls it for an unwatched `rust`."""
     namespace = rust.__dict__
-    marker: object | None = namespace.get(_MARKER)
-    if marker is not None:
-        return marker
     try:
         reference: Callable[[], Any] = weakref.ref(rust)
-    except TypeError:  # tokenizers 0.22: see the module's docstring
+    except TypeError:  # tokenizers 0.22 takes no weak reference: unwatched when `owner` goes
         reference = lambda: rust  # noqa: E731
         weakref.finalize(owner, _unwatch, namespace)
     for name in _MUTATORS:
@@ -95,16 +75,9 @@ def _state(component: Any) -> bytes | None:
     return None if component is None else component.__getstate__()
 
 
-def _model_state(rust: Any) -> tuple[type, int, Any]:
-    model = rust.model
-    kind = type(model)
-    fields = _MODEL_FIELDS.get(kind.__name__)
-    return (kind, rust.get_vocab_size(False), None if fields is None else fields(model))
-
-
 def fingerprint(rust: Any, owner: Any) -> Hashable:
     """Changes whenever anything an encode through `rust` (held by `owner`) depends on may have
-    changed. Read on every call: `_state` and `_model_state` written out inline."""
+    changed. Read on every call, so `content()`'s parts are written out inline (no frames)."""
     marker = rust.__dict__.get(_MARKER)
     if marker is None:
         marker = watch(rust, owner)
@@ -128,7 +101,10 @@ def content(rust: Any) -> Hashable:
         (token_id, token.content, token.special, token.lstrip, token.rstrip, token.single_word, token.normalized)
         for token_id, token in sorted(rust.get_added_tokens_decoder().items())
     )
-    return (_state(rust.normalizer), _state(rust.pre_tokenizer), _state(rust.post_processor), _model_state(rust), added)
+    model = rust.model
+    fields = _MODEL_FIELDS.get(type(model).__name__)
+    model_state = (type(model), rust.get_vocab_size(False), None if fields is None else fields(model))
+    return (_state(rust.normalizer), _state(rust.pre_tokenizer), _state(rust.post_processor), model_state, added)
 
 
 def tokenizer_json_for_backends(rust: Any) -> str:

@@ -122,7 +122,7 @@ def test_chat_gets_lists_and_reaches_the_scheduler_as_hfs_ids(tokenizer_manager,
 def test_arrays_where_sglang_expects_a_list_are_caught(tokenizer_manager, hf_reference, model_dir, monkeypatch):
     """The planted defect: the shortcut everywhere (arrays for every encode), not only where
     SGLang makes arrays itself. The chat check sees it."""
-    monkeypatch.setattr(tokbackend._tokenizer, "_ids_as_arrays", contextvars.ContextVar("planted", default=True))
+    monkeypatch.setattr(tokbackend._tokenizer, "_mode", contextvars.ContextVar("planted", default=tokbackend._tokenizer._ARRAYS))
     with pytest.raises((AssertionError, TypeError)):
         _check_chat(tokenizer_manager, hf_reference, model_dir)
 

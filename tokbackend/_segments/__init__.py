@@ -1,8 +1,7 @@
 """The segment cache, for agent and chat traffic: ids of the text between added tokens, reused.
 
-Modules: `splitter` (where HuggingFace splits added tokens out of a text), `cache` (the bounded
-piece cache and the prefix memo), `assembly` (a call's ids from cached and newly encoded pieces).
-It sits above the backend cut: any backend's ids can be cached.
+`splitter` splits where HuggingFace does, `cache` keeps pieces and the prefix memo, `assembly`
+makes a call's ids from cached and new pieces; this module builds one and checks its premise.
 """
 
 from __future__ import annotations
@@ -11,12 +10,11 @@ import dataclasses
 
 from tokbackend._segments.assembly import encode_through_cache
 from tokbackend._segments.cache import DEFAULT_SEGMENT_CACHE_MIB, SegmentCache
-from tokbackend._segments.splitter import AddedTokenSplitter, Piece, text_of
+from tokbackend._segments.splitter import AddedTokenSplitter, text_of
 from tokbackend.backends._base import BatchEncoder
 
-# A text without an added token is one piece: the cache can answer it only as a whole repeat.
-# Below this many characters a fresh encode costs about what the lookup and its bookkeeping cost
-# on a miss, so such texts skip the cache (`Segments.worth_consulting`; bench/RESULTS.md).
+# A text without an added token is one piece, answered by the cache only as a whole repeat: below
+# this many characters a fresh encode costs about what a miss costs (bench/RESULTS.md).
 LONG_PLAIN_TEXT = 4096
 
 
@@ -28,13 +26,11 @@ class Segments:
     cache: SegmentCache
 
     def worth_consulting(self, texts: list[str], arrays: bool) -> bool:
-        """Whether a call may gain from the cache: some text holds an added token (pieces to
-        reuse), or, for list ids, is a plain text long enough that a whole repeat pays. The
-        cache holds lists: for array ids a whole repeat is answered in about the conversion's
-        time by a fresh encode, so only texts with pieces to reuse go through it."""
+        """Whether a call may gain from the cache: some text holds an added token, or, for list ids
+        (the cache holds lists, which array ids would convert), is long enough that a repeat pays."""
         search = self.splitter.search
         for text in texts:  # noqa: SIM110 - a loop, not a generator: no Python frame per text
-            # the length first: a search reads the whole text, which the cache's split reads again
+            # the length first: a search reads the whole text
             if (not arrays and len(text) >= LONG_PLAIN_TEXT) or search(text) is not None:
                 return True
         return False
@@ -62,28 +58,20 @@ _PREMISE_TEMPLATES = (
 
 
 def segments_for(tokenizer_json: str, budget_mib: int, steps_aside: bool, hf_ids: BatchEncoder) -> Segments | str:
-    """A fresh cache for this tokenizer's added tokens, or why it cannot be used: the split cannot
-    be reproduced, or its premise does not hold for this pipeline (`premise_fails`)."""
+    """A fresh cache for this tokenizer's added tokens, or why it cannot be used (the split cannot
+    be reproduced, or `premise_fails`)."""
     splitter = AddedTokenSplitter.for_tokenizer_json(tokenizer_json)
     if isinstance(splitter, str):
         return splitter
-    failure = premise_fails(splitter, hf_ids)
-    if failure is not None:
-        return failure
-    return Segments(splitter, SegmentCache(budget_mib << 20, steps_aside))
+    return premise_fails(splitter, hf_ids) or Segments(splitter, SegmentCache(budget_mib << 20, steps_aside))
 
 
 def premise_fails(splitter: AddedTokenSplitter, hf_ids: BatchEncoder) -> str | None:
-    """Why HuggingFace's ids of a text are not its pieces' ids, each piece encoded alone, and its
-    added tokens' ids, concatenated (the segment cache's and the prefix memo's premise); None
-    when they are on every premise text.
+    """Why HuggingFace's ids of a text are not its pieces' ids (each encoded alone) and its added
+    tokens' ids concatenated, the cache's premise; None when they are on every premise text.
 
-    The premise fails where a pipeline element depends on where a piece stands in the text: a
-    Metaspace pre-tokenizer with `prepend_scheme="first"` gives "▁" only to the piece at the start
-    of the text, where a piece encoded alone always starts it. Elements applied to every piece
-    alike keep it (Metaspace "always" and "never", ByteLevel, a Prepend or Strip normalizer),
-    as do post-processors (their special tokens are added around the whole text). Checked here
-    against HF itself, per tokenizer, rather than assumed from that list.
+    It fails where an element depends on where a piece stands (Metaspace `prepend_scheme="first"`
+    marks only the text's first piece), so it is checked against HF per tokenizer, not assumed.
     """
     contents = list(splitter.ids)
     if not contents:
@@ -107,7 +95,6 @@ __all__ = [
     "DEFAULT_SEGMENT_CACHE_MIB",
     "LONG_PLAIN_TEXT",
     "AddedTokenSplitter",
-    "Piece",
     "SegmentCache",
     "Segments",
     "encode_through_cache",

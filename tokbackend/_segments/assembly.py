@@ -1,9 +1,4 @@
-"""A call's ids assembled from cached pieces, with only the pieces it misses encoded.
-
-`encode_through_cache` splits each text at its added tokens (after the remembered prefix it
-extends, if any), looks every piece up, encodes the missing ones in one guarded call of the
-routing, stores what the doorkeeper admits, and concatenates.
-"""
+"""A call's ids assembled from cached pieces, with only the pieces it misses encoded."""
 
 from __future__ import annotations
 
@@ -24,11 +19,12 @@ class PieceEncoder(Protocol):
 def encode_through_cache(
     texts: list[str], splitter: AddedTokenSplitter, cache: SegmentCache, routing: PieceEncoder, hf_ids: BatchEncoder
 ) -> tuple[list[list[int]], int]:
-    """(ids of each text, how many of the texts HuggingFace answered in part): the missed pieces
-    go through `routing.encode` (its Unicode guard hands some to `hf_ids`)."""
+    """(ids of each text, how many texts HuggingFace answered in part). Each text is split after
+    the remembered prefix it extends, if any; the missed pieces go through one `routing.encode`
+    (its Unicode guard hands some to `hf_ids`), and what the doorkeeper admits is stored."""
     found_under = [cache.prefix_of(text, splitter) for text in texts]
     heads = [entry if entry is not None and entry.chunks is not None else None for entry in found_under]
-    split = [splitter.split(text, head.chars) if head else splitter.split(text) for text, head in zip(texts, heads)]
+    split = [splitter.split(text, head.chars if head else 0) for text, head in zip(texts, heads)]
     # characters answered by the memo or the cache, or extending a remembered request
     reused_chars = sum(entry.chars for entry in found_under if entry is not None)
     found: dict[str | Piece, list[int]] = {}
@@ -38,16 +34,14 @@ def encode_through_cache(
         for part in parts:
             if isinstance(part, int):
                 continue
-            if part in found:  # a second occurrence in this call (a burst's system prompt)
-                reused_chars += len(part)
-            elif part in missing:
+            if part in missing:  # a second occurrence in this call (a burst's system prompt)
                 repeated.add(part)
-                reused_chars += len(part)
-            elif (ids := cache.get(part)) is None:
-                missing[part] = None
-            else:
+            elif part not in found:
+                if (ids := cache.get(part)) is None:
+                    missing[part] = None
+                    continue
                 found[part] = ids
-                reused_chars += len(part)
+            reused_chars += len(part)
     cache.note_reuse(len(texts), reused_chars, sum(map(len, texts)))
     guarded: set[str | Piece] = set()
     exclusive: set[str | Piece] = set()
@@ -55,13 +49,12 @@ def encode_through_cache(
         pieces = list(missing)
         encoded, guarded_indexes = routing.encode([text_of(piece) for piece in pieces], hf_ids, one_by_one=True)
         found.update(zip(pieces, encoded))
-        # HF's ids of a guarded piece are its share of HF's ids of the text, as exact as the
-        # backend's of the others: stored too, so that a conversation holding one sends it to HF
-        # once, not on every turn (with every later turn's whole text)
+        # HF's ids of a guarded piece are as exact as the backend's of the others: stored too, so
+        # a conversation holding one sends it to HF once, not on every turn
         guarded = {pieces[index] for index in guarded_indexes}
         stored = cache.put_many(zip(pieces, encoded), repeated)
-        # Pieces encoded by this call, not stored (so never seen by another thread) and in no
-        # other text of it: their lists are handed out as they are, with no copy.
+        # encoded by this call, not stored (never seen by another thread), in no other text of it:
+        # their lists are handed out with no copy
         exclusive = missing.keys() - stored - repeated
     # whether HF answered some piece of each text (counted as such)
     via_hf = [bool(guarded) and any(part in guarded for part in parts if not isinstance(part, int)) for parts in split]

@@ -1,21 +1,11 @@
-"""The segment cache: ids of the text between added tokens, kept as Python lists.
+"""The segment cache: the ids of pieces of text between added tokens, and the prefix memo.
 
-The ids of a text are the concatenation of its pieces' ids and its added tokens' ids (see
-`tokbackend._segments.splitter`), so a piece seen before (the system prompt, the tool schemas,
-every earlier turn of a conversation) need not be encoded again.
-
-`SegmentCache` is bounded by a byte budget and evicts in insertion order with a second chance
-for pieces hit since the last sweep. A hit takes no lock: one dict read and one dict write,
-each atomic under the GIL; inserts and eviction take the cache's lock. Where the traffic never
-repeats, the cache steps aside (`SegmentCache.consulted`): most calls are then encoded as with
-the cache off, and a sampled few keep looking for text worth caching.
-
-Agents resend their conversation with one more message each turn, so the cache also remembers
-recent texts with the ids up to their last added token (the prefix memo, a quarter of the
-budget). A text that starts with a remembered text reuses those ids and splits only what follows
-that last added token, provided HF's split of the new text has a boundary there too
-(`AddedTokenSplitter.cuts_at`): no added token may start before it and run past it. Without the
-memo, every request hashes, looks up and concatenates every piece of the whole conversation.
+A text's ids are its pieces' and added tokens' ids concatenated, so a piece seen before (a system
+prompt, tool schemas, earlier turns) need not be encoded again. `SegmentCache` is bounded by a
+byte budget, evicting in insertion order with a second chance for pieces hit since the last sweep.
+A hit takes no lock (a dict read and a dict write, each atomic under the GIL); inserts and
+eviction take the cache's lock. The prefix memo remembers recent texts with their ids up to their
+last added token, so an agent's next turn, which starts with its last, splits only what follows.
 """
 
 from __future__ import annotations
@@ -33,34 +23,28 @@ DEFAULT_SEGMENT_CACHE_MIB = 64
 # Bytes a cached piece costs beyond its text: the list (8 per id) and each int object (28).
 _BYTES_PER_ID = 36
 _ENTRY_OVERHEAD = 200
-# Remembered prefixes: about one per agent talking to the replica at once. Each lookup checks them
-# newest first, most with one compare of their last _TAIL_CHARS characters.
+# Remembered prefixes: about one per agent talking to the replica at once.
 _MAX_PREFIXES = 64
 # Chunks an entry may hold before they are joined into one list (a conversation adds one a turn).
 _MAX_CHUNKS = 16
 # Characters at the end of a remembered text compared before the whole of it (see `prefix_of`).
 _TAIL_CHARS = 64
-# The doorkeeper: a piece longer than this is stored the second time it is missed, so that text
-# that never repeats costs no copy into the cache and no eviction. It remembers the hashes of the
-# last _SEEN_LIMIT pieces missed once (~100 bytes each).
+# The doorkeeper: a piece longer than this is stored the second time it is missed (text that never
+# repeats costs no copy and no eviction), remembering the hashes of the last _SEEN_LIMIT missed once.
 _ADMIT_AT_ONCE_CHARS = 256
 _SEEN_LIMIT = 16_384
 # Stepping aside: after _DRY_TEXTS texts in a row of which less than 1/_WORTH of the characters
-# came from the cache (or the memo, or extended a remembered request), only every _SAMPLE-th call
-# goes through it and the others are encoded as with the cache off, until a sampled call finds
-# enough again. A miss costs the split, lookups and bookkeeping (~0.15-0.2 ms per 130k
-# characters, ~8% of the encode; `bench/backends.py cache-cost`), which traffic that never
-# repeats would pay on every request.
+# were reused, only every _SAMPLE-th call goes through the cache until one finds enough again: a
+# miss costs the split, lookups and bookkeeping (`bench/backends.py cache-cost`) on every request.
 _DRY_TEXTS = 32
 _SAMPLE = 8
 _WORTH = 8
 
 
 class Prefix(NamedTuple):
-    """A text the memo remembers: it (the caller's string, not copied), where its last added
-    token ends, and the ids of text[:chars] as the concatenation of `chunks` (an entry shares the
-    chunks of the entry it grew from and adds one), or None where only the text is remembered;
-    `tail`, its last _TAIL_CHARS characters, is compared before the whole text (see `prefix_of`)."""
+    """A text the memo remembers (not copied), where its last added token ends, and the ids of
+    text[:chars] as `chunks` concatenated (shared with the entry it grew from, plus one), or None
+    where only the text is remembered; `tail` is compared before the whole text (`prefix_of`)."""
 
     text: str
     chars: int
@@ -123,11 +107,8 @@ class SegmentCache:
     def put_many(
         self, items: Iterable[tuple[str | Piece, list[int]]], seen_twice: Set[str | Piece] = frozenset()
     ) -> set[str | Piece]:
-        """Store the pieces seen before (the doorkeeper): a piece missed for the first time is
-        only noted by its hash, so text that never repeats is neither stored nor evicted; one in
-        `seen_twice` (more than once in the caller's call: a burst sharing a system prompt) is
-        stored at once.
-        Returns the pieces whose lists were stored: the others were never visible to another
+        """Store the pieces the doorkeeper admits (seen before, or in `seen_twice`: more than once in
+        the caller's call). Returns those stored: the others' lists were never visible to another
         thread, so the caller may hand them out without a copy."""
         stored: set[str | Piece] = set()
         with self._lock:
@@ -164,13 +145,9 @@ class SegmentCache:
             self.evictions += 1
 
     def prefix_of(self, text: str, splitter: AddedTokenSplitter) -> Prefix | None:
-        """The newest remembered text that `text` starts with and splits after the same way.
-        An entry without chunks only says that `text` extends an earlier request.
-
-        Remembered texts of agents sharing a system prompt agree with `text` on its first and
-        last characters (which `str.startswith` looks at first), so each would be compared up to
-        the end of that prompt: with 64 agents and an 80k-character prompt, 127 us a request.
-        Their last characters (the end of each agent's own last message) tell them apart first."""
+        """The newest remembered text that `text` starts with and splits after the same way (an
+        entry without chunks only says that `text` extends an earlier request). Texts of agents
+        sharing a system prompt agree on their first characters, so their tails are compared first."""
         for entry in self._prefixes:
             tail = entry.tail
             if (
@@ -184,10 +161,9 @@ class SegmentCache:
         return None
 
     def remember(self, text: str, chars: int, chunks: tuple[list[int], ...] | None, replaces: Prefix | None) -> None:
-        """Remember that text[:chars] (ending with an added token) has the ids `chunks` hold;
-        without chunks, only that `text` was requested (a request that extends no earlier one
-        is remembered so, which costs no copy of its ids: its next turn stores them).
-        `replaces`: the entry `text` was found under, which the new one covers."""
+        """Remember that text[:chars] (ending with an added token) has the ids `chunks` hold, or,
+        without chunks, only that `text` was requested (no copy of its ids: its next turn stores
+        them). `replaces`: the entry `text` was found under, which the new one covers."""
         count = 0
         if chunks is not None:
             count = sum(map(len, chunks))
