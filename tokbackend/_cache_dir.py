@@ -33,3 +33,11 @@ def read_json_object(path: Path, what: str) -> dict[str, Any] | None:
         logger.warning("%s %s is damaged or unreadable (%s); doing without it, it is written anew", what, path, error)
         return None
     return value
+
+
+def write_json_object(path: Path, value: dict[str, Any]) -> None:
+    """Write `value` to `path` whole: through a temporary file of this process, then a rename, so
+    readers in other processes never see half a file."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temporary.write_text(json.dumps(value, indent=1), encoding="utf-8")
+    temporary.replace(path)

@@ -22,7 +22,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from tokbackend._cache_dir import read_json_object
+from tokbackend._cache_dir import read_json_object, write_json_object
 from tokbackend._package_data import package_path
 from tokbackend._tokenizer_json import does_nothing, model_head, model_settings, top_level_sections
 
@@ -220,9 +220,7 @@ def write_record(record: GuardRecord, directory: Path) -> Path:
     if existing is not None:  # its labels ("families", "models") kept
         known = existing.get("applies_to", [])
         record = {**existing, "applies_to": known + [versions for versions in record["applies_to"] if versions not in known]}
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temporary.write_text(json.dumps(record, indent=1), encoding="utf-8")
-    temporary.replace(path)
+    write_json_object(path, record)
     return path
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from tokbackend import _version as version
-from tokbackend._cache_dir import cache_dir, read_json_object
+from tokbackend._cache_dir import cache_dir, read_json_object, write_json_object
 from tokbackend._guard import guard_versions, model_fingerprint
 
 logger = logging.getLogger("tokbackend")
@@ -47,9 +47,7 @@ def remember(key: str, backend: str) -> None:
     choices, path = {**_read(), key: {"backend": backend, "chosen_by": chosen_by}}, choices_file()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        temporary.write_text(json.dumps(choices, indent=1), encoding="utf-8")
-        temporary.replace(path)  # readers in other processes never see half a file
+        write_json_object(path, choices)
     except OSError as error:  # a read-only cache only costs the next process a re-timing
         logger.info("could not save the auto backend choice to %s: %s", path, error)
 
