@@ -535,8 +535,8 @@ AGENT_ENCODERS = (
     "tokbackend auto, segment cache on",
     NEW_TEXT_ONLY,
 )
-# The row a fresh process sees: auto's encoder timed at once after accelerate(), while its bridge
-# serves and the final build is being finished (the other tokbackend rows wait for the final one).
+# The row a fresh process sees: auto's encoder timed at once after accelerate(), before the
+# backends' warm-ups have finished (the other tokbackend rows wait for them).
 FIRST_SECONDS = "tokbackend auto, first seconds after accelerate()"
 FIRST_SECONDS_OF = "tokbackend auto, segment cache on"
 QUICK_AGENT_ENCODERS = ("HF", "raw fastokens (.ids)", "tokbackend auto, segment cache on")
@@ -552,8 +552,7 @@ def _agent_workload(conversations: int, turns: int, guarded: list[int] = ()) -> 
 
 def guarded_code_points(tokenizer_json: str, count: int = 16) -> list[int]:
     """`count` code points spread over gigatoken's Unicode guard for this tokenizer (the guard
-    of the bridge that serves auto's first seconds, and the larger one): its shipped or cached
-    record, as accelerate() finds it."""
+    of the larger guard): its shipped or cached record, as accelerate() finds it."""
     from equivalence.conversations import guarded_sample
     from tokbackend._cache_dir import cache_dir
     from tokbackend._guard import guard_versions

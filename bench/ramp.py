@@ -6,7 +6,7 @@ HF serial: the worker encodes the prompts one after another, so prompt i is read
 i encodes. tokbackend: (a) the same serial loop with the accelerated encode, (b) one batch call
 (`tokenizer(list)`, the backend's thread pool), where every prompt is ready when the call returns,
 once the final build serves, and (c) that batch call at once after `accelerate()`, as on a fresh
-replica (auto's bridge routing serves it). Reports time-to-tokenized p50 / p99 / the whole burst,
+replica (the backends' warm-ups not yet done). Reports time-to-tokenized p50 / p99 / the whole burst,
 each variant on prompts it has not seen, and what served it (bench/served.py).
 """
 

@@ -13,8 +13,8 @@ SGLang (the real `TokenizerManager` and `OpenAIServingChat`): `_tokenize_one_req
   agent_chat    a growing agent conversation (tool calls and results, ~2.5k tokens a turn, to ~32k
                 tokens): each turn's chat request, render and encode included; median of the turns
   first_seconds the batch of 40 (vLLM: the burst of 40) right after the server loaded its
-                tokenizer, before any warm-up: what a burst on a fresh process meets (with
-                tokbackend-auto, the bridge routing while the final build is being finished)
+                tokenizer, before any warm-up: what a burst on a fresh process meets (the
+                backends' caches and pools still cold; `accelerate()` has returned its final build)
 
 Every workload's row names the backend that served it and whether tokbackend's build was final
 (`backend`, `final`: True, False, or "mixed" when the measurement spans the swap; see
@@ -440,7 +440,7 @@ def table(results: list[dict]) -> str:
                 ms = outcome["ms"]
                 ratios = " / ".join(f"{other / ms:.2f}x" if other else "-" for other in (stock, option))
                 exact = "" if outcome.get("ids_equal_hf") else " **ids differ**"
-                # the backend where it is not the mode's steady one (the bridge, a swap in the middle)
+                # the backend where it is not the mode's steady one (a tree before 0.2.0 could swap mid-row)
                 steady = served.label(measured) if "backend" in measured else None
                 where = f" [{served.label(outcome)}]" if "backend" in outcome and served.label(outcome) != steady else ""
                 cells.append(f"{ms:.1f} ({ratios}){exact}{where}")
