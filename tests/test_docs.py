@@ -68,7 +68,8 @@ ELSEWHERE = {
     "tokbackend verify qwen3.6": "tests/test_verify.py::test_full_verify_on_qwen36_with_scan_and_grammar_gate",
     "version=0.5.23": ".ci/run: for version in 0.5.13 0.5.23; do",
     "venv=.venv-sglang": '.ci/run: local version="$1" venv="$venvs/sglang-$1"',  # .ci/run's venvs are outside the tree
-    "venv=.venv-vllm": '.ci/run: local venv="$venvs/vllm"',
+    "version=0.34.0": ".ci/run: for version in 0.33.0 0.34.0; do",
+    "venv=.venv-vllm": '.ci/run: local version="$1" venv="$venvs/vllm-$1"',
     "python -m sglang.launch_server --model-path Qwen/Qwen3-8B --tokenizer-backend gigatoken": (
         "tests/sglang/test_sglang_plugin.py::test_the_stock_cli_parses_the_flag"
     ),

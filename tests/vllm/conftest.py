@@ -1,4 +1,4 @@
-"""Fixtures for the vLLM integration tests: real vLLM 0.33.0 code, in-process, on the CPU.
+"""Fixtures for the vLLM integration tests: real vLLM code (0.33.0, 0.34.0), in-process, on the CPU.
 
 These run in .ci/run's vLLM stage (a venv with vLLM installed --no-deps, see requirements.txt);
 the main test command leaves this folder out (see pyproject.toml).
@@ -10,6 +10,10 @@ import os
 
 os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# vLLM 0.34's CPU platform refuses to build a config on x86 without a Triton it counts as active;
+# with no GPU driver, its check accepts an installed Triton where CUDA_VISIBLE_DEVICES is empty
+# (its own rule for a process whose devices are not yet visible). Nothing here runs a kernel.
+os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
 
 import pytest  # noqa: E402
 

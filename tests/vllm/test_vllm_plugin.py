@@ -1,4 +1,4 @@
-"""`--tokenizer-mode gigatoken` through real vLLM 0.33.0 code: plugin loading, the CLI, the
+"""`--tokenizer-mode gigatoken` through real vLLM code (0.33.0 and 0.34.0, one CI stage each): plugin loading, the CLI, the
 tokenizer registry, the completions and chat renderers with vLLM's own kwargs, the thread pool,
 structured output from the engine core's tokenizer, and the detokenizer."""
 
