@@ -14,8 +14,7 @@ from collections.abc import Hashable, Mapping
 from types import MappingProxyType
 
 from tokbackend._options import AccelerationOptions
-from tokbackend._process.exiting import exiting
-from tokbackend._process.threads import OnItsOwnThread
+from tokbackend._process.threads import OnItsOwnThread, exiting
 from tokbackend._reference import Reference
 from tokbackend._routing import NoExactBackend, Routing, Shortfall, build_routing
 from tokbackend._segments import Segments, segments_for
