@@ -14,8 +14,8 @@ from defects import ArraysDropAfterDigits, DropsAfterDigits, FastButWrong
 from tokenizers import normalizers
 
 import tokbackend
+from tokbackend import FastPathError
 from tokbackend._routing import auto
-from tokbackend._state import FastPathError
 from tokbackend.backends._gigatoken import GigatokenBackend
 from tokbackend.backends._hf import HFBackend
 

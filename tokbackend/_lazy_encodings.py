@@ -63,8 +63,3 @@ def lazy_batch_encoding(data: dict[str, Any], compute: Callable[[], list[Any]]) 
     """HF's `BatchEncoding` of `data` whose Encodings `compute()` gives when first read."""
     # n_sequences: HF reads encodings[0].n_sequences, which is 1 for a text without a pair
     return BatchEncoding(data, _Pending(compute), n_sequences=1)  # type: ignore[arg-type]  # the Encodings, made when read
-
-
-def encodings_computed(result: BatchEncoding) -> bool:
-    """Whether `result`'s Encodings have been made (for tests: reading it any other way makes them)."""
-    return type(result.__dict__.get(_KEY)) is not _Pending

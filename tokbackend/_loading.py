@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tokbackend._cache_dir import cache_dir
-from tokbackend._models.qwen import BUILTIN_MODELS, builtin_model_dir
+from tokbackend._models.qwen import BUILTIN_MODELS, model_dir
 from tokbackend._options import AccelerationOptions
 from tokbackend._tokenizer import accelerate
 
@@ -20,7 +20,7 @@ DEFAULT_MODEL = "qwen3.6"
 def resolve_model(name_or_path: str) -> str:
     """A built-in name becomes its (built on first use) directory; anything else is returned as is."""
     if name_or_path in BUILTIN_MODELS:
-        return str(builtin_model_dir(name_or_path, cache_dir()))
+        return str(model_dir(BUILTIN_MODELS[name_or_path], cache_dir()))
     return name_or_path
 
 

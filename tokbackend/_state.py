@@ -12,7 +12,7 @@ import logging
 from array import array
 from typing import Any, TypeAlias, cast
 
-from tokbackend._build import PHASES, UNBUILT, Build, FastPathError, build_for
+from tokbackend._build import PHASES, UNBUILT, Build, build_for
 from tokbackend._guard import UnicodeGuard
 from tokbackend._options import AccelerationOptions
 from tokbackend._policy import FallbackReason, Truncation
@@ -28,15 +28,6 @@ logger = logging.getLogger("tokbackend")
 
 _NO_GUARD = UnicodeGuard(frozenset())
 BatchIds: TypeAlias = "list[list[int]] | list[array[int]]"
-
-
-def _is_valid_text(text: str) -> bool:
-    """UTF-8 encodable: no lone surrogates (which no tokenizer can encode)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 class AccelerationState:
@@ -226,8 +217,12 @@ class AccelerationState:
         except BaseException as error:  # an Exception, or a Rust panic in a backend that lets one out
             if not is_error(error):
                 raise
-            # Bad input (a lone surrogate, say) must fail exactly as HuggingFace fails on it.
-            reason = FallbackReason.BACKEND_ERROR if all(map(_is_valid_text, texts)) else FallbackReason.BAD_INPUT
+            # Bad input (a lone surrogate, which no tokenizer can encode) must fail exactly as HF fails on it.
+            try:
+                "".join(texts).encode("utf-8")
+                reason = FallbackReason.BACKEND_ERROR
+            except UnicodeEncodeError:
+                reason = FallbackReason.BAD_INPUT
             self.record_fallback(reason, error, texts=len(texts))
             return None
         if answered_by_hf:
@@ -249,4 +244,4 @@ def _stride_rejected(truncation: Truncation, special_tokens: int) -> bool:
     return truncation.max_length >= special_tokens and truncation.stride > truncation.max_length - special_tokens
 
 
-__all__ = ["AccelerationState", "FastPathError"]
+__all__ = ["AccelerationState"]
