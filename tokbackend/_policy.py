@@ -150,8 +150,3 @@ def truncation_of(kwargs: Mapping[str, Any]) -> Truncation | None:
 def _is_usize(value: Any) -> bool:
     # bool is an int that pyo3 accepts as 0/1; leaving it (and floats) to HF is exact, only not fast
     return type(value) is int and 0 <= value < _USIZE_END
-
-
-def unknown_kwargs(kwargs: Mapping[str, Any]) -> list[str]:
-    """The keyword arguments `fast_path_reason` does not know, for the log line."""
-    return sorted(key for key in kwargs if key not in KNOWN_KWARGS)

@@ -23,8 +23,8 @@ from tokbackend._build import Build
 from tokbackend._lazy_encodings import lazy_batch_encoding
 from tokbackend._models import builtin_name_of
 from tokbackend._options import AccelerationOptions
-from tokbackend._policy import FallbackReason, Truncation, fast_path_reason, truncation_of, unknown_kwargs
-from tokbackend._shared_settings import PLAIN, Settings, SettingsGate, apply, gate_of, truncated
+from tokbackend._policy import KNOWN_KWARGS, FallbackReason, Truncation, fast_path_reason, truncation_of
+from tokbackend._shared_settings import PLAIN, Settings, SettingsGate, apply, gate_of
 from tokbackend._state import AccelerationState, BatchIds
 from tokbackend.backends import BackendUnavailableError
 from tokbackend.backends._arrays import ones_like
@@ -147,13 +147,14 @@ class AcceleratedTokenizerMixin(_HFTokenizer):
         side, split_special_tokens = self.truncation_side, self.split_special_tokens
         reason = fast_path_reason(text, text_pair, add_special_tokens, kwargs, split_special_tokens, returns_token_type_ids, side)
         if reason is not None:
-            state.record_fallback(reason, ", ".join(unknown_kwargs(kwargs)) if reason is FallbackReason.UNKNOWN_KWARG else None)
+            unknown = reason is FallbackReason.UNKNOWN_KWARG  # named in the log line
+            state.record_fallback(reason, ", ".join(sorted(kwargs.keys() - KNOWN_KWARGS)) if unknown else None)
             return None
         texts = [text] if type(text) is str else list(text)
         truncation = truncation_of(kwargs) if kwargs else None
         ids = state.answer(self._tokbackend_reference, texts, add_special_tokens, truncation, arrays)
         if ids is not None:  # the settings HF's call would have left on the Rust tokenizer
-            self._tokbackend_gate.answered(PLAIN if truncation is None else _left_by(truncation, kwargs, side))
+            self._tokbackend_gate.left = PLAIN if truncation is None else _left_by(truncation, kwargs, side)
         return ids
 
     def tokenize(self, *args: Any, **kwargs: Any) -> list[str]:
@@ -286,10 +287,11 @@ class HFReference:
 
 def _left_by(truncation: Truncation | None, kwargs: dict[str, Any], truncation_side: str) -> Settings:
     """The Rust settings HF's call leaves, for a call the fast path may answer with this
-    `truncation` (`truncation_of(kwargs)`)."""
+    `truncation` (`truncation_of(kwargs)`): plain, or its truncation without padding."""
     if truncation is None:
         return PLAIN
-    return truncated(truncation.max_length, truncation.stride, kwargs["truncation_strategy"].value, truncation_side)
+    # as the Rust tokenizer reports it: `Truncation`'s max_length and stride, the strategy, the side
+    return {**vars(truncation), "strategy": kwargs["truncation_strategy"].value, "direction": truncation_side}, None, False
 
 
 @functools.lru_cache(maxsize=2)
@@ -358,7 +360,7 @@ def _attach(
     accelerated._tokbackend_reference = reference
     accelerated._tokbackend_gate = gate_of(accelerated._tokenizer, accelerated)
     accelerated._tokbackend = state = AccelerationState(reference.model, options)
-    if share_from is not None and share_from.serves(reference.content()):
+    if share_from is not None and share_from.build.content == reference.content():
         # The backends are immutable once built, so a copy shares them (and the counters).
         state.share_from(share_from, reference)
     else:
