@@ -376,14 +376,14 @@ def test_pickle_and_deepcopy_stay_accelerated_and_exact(fresh_pair):
 
 def test_reaccelerating_uses_the_plain_tokenizer(fast_tokenizer, hf_tokenizer):
     again = tokbackend.accelerate(fast_tokenizer, backend="hf")
-    assert again.tokbackend.backend_name == "hf"
+    assert again.tokbackend.options.backend == "hf"
     assert type(again).__mro__[1:3] == (AcceleratedTokenizerMixin, type(hf_tokenizer))
     assert again.encode(TEXTS[4]) == hf_tokenizer.encode(TEXTS[4])
 
 
 def test_load_accelerates_builtin_models():
     tokenizer = tokbackend.load("qwen3")
-    assert tokenizer.tokbackend.backend_name == "auto"
+    assert tokenizer.tokbackend.options.backend == "auto"
     assert tokenizer.tokbackend.stats()["routing"]["backend"] in ("gigatoken", "fastokens")
     assert tokenizer.encode("Hello") == [9707]
 

@@ -38,12 +38,7 @@ class FallbackReason(str, enum.Enum):
     POST_PROCESSOR = "post_processor"
     UNICODE_GUARD = "unicode_guard"
     BAD_INPUT = "bad_input"
-    BACKEND_ERROR = "backend_error"
-
-    @property
-    def is_problem(self) -> bool:
-        """A problem rather than a documented hand-over (logged at WARNING, not INFO)."""
-        return self is FallbackReason.BACKEND_ERROR
+    BACKEND_ERROR = "backend_error"  # the one problem, not a documented hand-over: logged at WARNING
 
 
 # (keyword, reason) of the `_encode_plus` flags whose true values the fast path cannot reproduce,
