@@ -377,8 +377,8 @@ def _cache_cost_child(mode: str, prompts: int) -> dict:
             started = time.perf_counter()
             call(tokenizer, item)
             times.append(time.perf_counter() - started)
-        segment_cache = tokenizer.tokbackend.segment_cache
-        bypassed = 0 if segment_cache is None else segment_cache.bypassed
+        segments = tokenizer.tokbackend.build.segments
+        bypassed = 0 if segments is None else segments.cache.bypassed
         texts = len(inputs) * (BURST if isinstance(inputs[0], list) else 1)
         row = served.spanning([before, served.row_of(tokenizer)])
         result[shape] = {"times": times, "texts": texts, "through_cache": texts - bypassed, **row}

@@ -19,13 +19,13 @@ from equivalence.corpus import prompt_text
 from equivalence.differential import find_mismatch
 from equivalence.strategies import EXAMPLES, input_classes
 from equivalence.vocabularies import vocabulary_dir
+from tokbackend import FastPathError
 from tokbackend import _guard as guard_module
 from tokbackend._guard import GuardSettings, UnicodeGuard, model_fingerprint
 from tokbackend._guard.contexts import ScanContext, derive_contexts
 from tokbackend._guard.derive import core_contexts, run_oracles
 from tokbackend._guard.records import BAKED_RECORDS_ENV, find_record, pipeline_fingerprint, record_key, write_record
 from tokbackend._guard.scan import all_code_points, from_ranges, plane_code_points, scan
-from tokbackend._state import FastPathError
 from tokbackend.backends import backend_class
 from tokbackend.backends._hf import HFBackend
 

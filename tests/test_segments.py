@@ -69,7 +69,7 @@ def test_the_harness_finds_a_planted_split_defect(fresh_pair, defect):
     fast = _cached(hf, "gigatoken")
     fast.add_special_tokens({"additional_special_tokens": ["<tool>", "<tool>_call"]})
     fast.encode("rebuild")
-    assert fast.tokbackend.splitter is not None
+    assert fast.tokbackend.build.segments is not None
     tokens = {str(token): token_id for token_id, token in hf.added_tokens_decoder.items()}
     cuts = _added(hf)
     strategy = conversations(cuts, [])
@@ -84,7 +84,7 @@ def test_the_harness_finds_a_planted_split_defect(fresh_pair, defect):
 
 def test_growing_conversations_reuse_the_remembered_prefix(cached_pair):
     hf, fast = cached_pair
-    cache = fast.tokbackend.segment_cache
+    cache = fast.tokbackend.build.segments.cache
     text = "<|im_start|>system\nYou plan.<|im_end|>\n<|im_start|>user\nfirst ask<|im_end|>\n<|im_start|>assistant\n"
     before = cache.stats()["prefix_hits"]
     for turn in range(3):  # the first turn is remembered without ids, the second with them
@@ -100,7 +100,7 @@ def test_growing_conversations_reuse_the_remembered_prefix(cached_pair):
 
 def test_text_that_never_repeats_is_not_stored_and_its_ids_are_the_callers(cached_pair):
     hf, fast = cached_pair
-    cache = fast.tokbackend.segment_cache
+    cache = fast.tokbackend.build.segments.cache
     text = "<|im_start|>user\n" + "unrepeated words " * 40 + "<|im_end|>\n"
     piece = text.removeprefix("<|im_start|>").split("<|im_end|>")[0]
     first = fast.encode(text)
@@ -120,8 +120,8 @@ def test_a_remembered_prefix_is_not_reused_inside_a_longer_added_token(fresh_pai
     assert fast.encode(prefix) == hf.encode(prefix)
     for text in (prefix + "_call now", prefix + "_cal", prefix + " now"):
         assert fast.encode(text) == hf.encode(text), text
-    assert not fast.tokbackend.splitter.cuts_at(prefix + "_call", len(prefix))
-    assert fast.tokbackend.splitter.cuts_at(prefix + " now", len(prefix))
+    assert not fast.tokbackend.build.segments.splitter.cuts_at(prefix + "_call", len(prefix))
+    assert fast.tokbackend.build.segments.splitter.cuts_at(prefix + " now", len(prefix))
 
 
 def test_the_prefix_memo_is_bounded(hf_tokenizer):
@@ -178,7 +178,7 @@ def test_it_is_on_by_default_and_none_turns_it_off(hf_tokenizer):
     assert stats["enabled"] and stats["budget_mib"] == DEFAULT_SEGMENT_CACHE_MIB
     fast = tokbackend.accelerate(hf_tokenizer, "fastokens", segment_cache_mib=None)
     assert fast.tokbackend.stats()["segment_cache"] == {"enabled": False}
-    assert fast.tokbackend.segment_cache is None
+    assert fast.tokbackend.build.segments is None
     assert fast.encode("<|im_start|>x") == hf_tokenizer.encode("<|im_start|>x")
 
 
@@ -199,7 +199,7 @@ def test_copies_share_it_and_pickles_start_empty(cached_pair):
     text = "<|im_start|>user\nshared between copies<|im_end|>\n"
     fast.encode(text)
     clone = copy.deepcopy(fast)
-    assert clone.tokbackend.segment_cache is fast.tokbackend.segment_cache
+    assert clone.tokbackend.build.segments.cache is fast.tokbackend.build.segments.cache
     hits = fast.tokbackend.stats()["segment_cache"]["hits"]
     assert clone.encode(text) == hf.encode(text)
     assert fast.tokbackend.stats()["segment_cache"]["hits"] > hits
@@ -251,7 +251,7 @@ def _agents_ending_alike_stay_exact(hf, fast) -> bool:
         for name in texts:
             texts[name] += same_end + f" {turn}<|im_end|>\n<|im_start|>assistant\n"
             exact = exact and fast.encode(texts[name]) == hf.encode(texts[name])
-    return exact and fast.tokbackend.segment_cache.prefix_hits > 0
+    return exact and fast.tokbackend.build.segments.cache.prefix_hits > 0
 
 
 def test_remembered_texts_that_end_alike_are_kept_apart(hf_tokenizer):
@@ -315,7 +315,7 @@ def test_a_child_forked_while_another_thread_holds_the_cache_lock_still_encodes(
     text = "<|im_start|>user\n" + "forked child " * 40 + "<|im_end|>\n"
     expected = hf_tokenizer.encode(text)
     child = multiprocessing.get_context("fork").Process(target=_encode_twice_and_exit, args=(fast, text, expected))
-    with held_by_another_thread(fast.tokbackend.segment_cache._lock):
+    with held_by_another_thread(fast.tokbackend.build.segments.cache._lock):
         child.start()
         child.join(60)
     if child.exitcode is None:

@@ -48,7 +48,7 @@ def preload() -> None:
     libraries, a guard derivation, auto's routing), for a process with other start-up work to do
     meanwhile (the SGLang and vLLM plugins call it). Returns at once; a fork waits for it.
     `import tokbackend` itself starts no thread. Off with TOKBACKEND_PRELOAD=0."""
-    _preload.start(then=_first_build_imports)
+    _preload.start(_first_build_imports)
 
 
 def _first_build_imports() -> None:

@@ -14,8 +14,7 @@ from collections.abc import Hashable, Mapping
 from types import MappingProxyType
 
 from tokbackend._options import AccelerationOptions
-from tokbackend._process.exiting import exiting
-from tokbackend._process.threads import OnItsOwnThread
+from tokbackend._process.threads import OnItsOwnThread, exiting
 from tokbackend._reference import Reference
 from tokbackend._routing import NoExactBackend, Routing, Shortfall, build_routing
 from tokbackend._segments import Segments, segments_for
@@ -41,29 +40,21 @@ class Phase(str, enum.Enum):
     OFF = "off"
 
 
-@dataclasses.dataclass(frozen=True)
-class PhaseRule:
-    """One row of `PHASES`."""
-
-    made_by: str
-    who_answers: str
-    followed_by: tuple[Phase, ...]  # phases whose build may replace it (a change to the tokenizer aside)
-
-
-# Any build may also be replaced by a new build for a changed tokenizer (`AccelerationState.rebuild`).
-PHASES: Mapping[Phase, PhaseRule] = MappingProxyType(
+# phase -> (made by, who answers, the phases whose build may replace it). Any build may also be
+# replaced by a new build for a changed tokenizer (`AccelerationState.rebuild`).
+PHASES: Mapping[Phase, tuple[str, str, tuple[Phase, ...]]] = MappingProxyType(
     {
-        Phase.UNBUILT: PhaseRule(
+        Phase.UNBUILT: (
             "the state, before `accelerate()` builds",
             "nobody: `accelerate()` returns once it has built",
             (Phase.FINAL, Phase.OFF),
         ),
-        Phase.FINAL: PhaseRule(
+        Phase.FINAL: (
             "`build_for`: a backend loaded, its exact guard found or derived, the boot probe passed",
             "the routing: texts its guard holds go to HF, the rest to the backend",
             (),
         ),
-        Phase.OFF: PhaseRule(
+        Phase.OFF: (
             "`build_for`: no backend is exact (or none loads, with `allow_hf_fallback`)",
             'HF, every call; the reason in `stats()["disabled_reason"]`, and `tokbackend verify` fails',
             (),
@@ -75,9 +66,9 @@ PHASES: Mapping[Phase, PhaseRule] = MappingProxyType(
 def lifecycle_table() -> str:
     """`PHASES` as the markdown table docs/start-up.md holds."""
     rows = ["| phase | made by | who answers | what may replace it |", "|---|---|---|---|"]
-    for phase, rule in PHASES.items():
-        follows = ", ".join(f"`{after.value}`" for after in rule.followed_by) or "nothing"
-        rows.append(f"| `{phase.value}` | {rule.made_by} | {rule.who_answers} | {follows} |")
+    for phase, (made_by, who_answers, followed_by) in PHASES.items():
+        follows = ", ".join(f"`{after.value}`" for after in followed_by) or "nothing"
+        rows.append(f"| `{phase.value}` | {made_by} | {who_answers} | {follows} |")
     return "\n".join(rows) + "\n"
 
 
@@ -149,9 +140,8 @@ def build_for(reference: Reference, options: AccelerationOptions, content: Hasha
 
 
 def _prepare(routing: Routing) -> OnItsOwnThread[None]:
-    """Start the lane's `prepare()` (warm-ups, which may take a second) on a thread of its own.
-    Not a daemon (one inside a backend's native code at finalization aborts the process): an
-    exiting interpreter waits for it, and once it exits the thread skips its work."""
+    """The lane's `prepare()` (warm-ups, which may take a second) on a thread of its own, skipped
+    once the interpreter exits (the thread is no daemon: `tokbackend._process.threads`)."""
 
     def prepare() -> None:
         lane = routing.lane

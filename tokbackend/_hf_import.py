@@ -10,8 +10,6 @@ import contextlib
 import logging
 from collections.abc import Iterator
 
-TORCH_ADVISORY = "PyTorch was not found."
-
 
 @contextlib.contextmanager
 def without_the_torch_advisory() -> Iterator[None]:
@@ -19,7 +17,7 @@ def without_the_torch_advisory() -> Iterator[None]:
     logger = logging.getLogger("transformers")
 
     def passes(record: logging.LogRecord) -> bool:
-        return not record.getMessage().startswith(TORCH_ADVISORY)
+        return not record.getMessage().startswith("PyTorch was not found.")
 
     logger.addFilter(passes)
     try:

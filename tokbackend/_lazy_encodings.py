@@ -9,6 +9,7 @@ C code, pickles and copies see what HF's gives. Ids, `dict(result)` and tensors 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -20,13 +21,8 @@ with without_the_torch_advisory():
 _KEY = "_encodings"
 
 
-class _Pending:
-    """What a fast-path result holds in place of its Encodings until they are read."""
-
-    __slots__ = ("compute",)
-
-    def __init__(self, compute: Callable[[], list[Any]]) -> None:
-        self.compute = compute
+class _Pending(functools.partial[list[Any]]):
+    """What a fast-path result holds in place of its Encodings until they are read (a call makes them)."""
 
 
 def _read(result: BatchEncoding) -> Any:
@@ -36,7 +32,7 @@ def _read(result: BatchEncoding) -> Any:
         raise AttributeError(_KEY)
     if type(stored) is not _Pending:
         return stored
-    encodings = list(stored.compute())  # never under a lock: it is HF's own encode
+    encodings = list(stored())  # never under a lock: it is HF's own encode
     # Two threads reading one result at once may both compute it (equal Encodings either way):
     # the pending value is replaced only while it is still there, and each returns what is stored.
     if values.get(_KEY) is stored:
@@ -63,8 +59,3 @@ def lazy_batch_encoding(data: dict[str, Any], compute: Callable[[], list[Any]]) 
     """HF's `BatchEncoding` of `data` whose Encodings `compute()` gives when first read."""
     # n_sequences: HF reads encodings[0].n_sequences, which is 1 for a text without a pair
     return BatchEncoding(data, _Pending(compute), n_sequences=1)  # type: ignore[arg-type]  # the Encodings, made when read
-
-
-def encodings_computed(result: BatchEncoding) -> bool:
-    """Whether `result`'s Encodings have been made (for tests: reading it any other way makes them)."""
-    return type(result.__dict__.get(_KEY)) is not _Pending

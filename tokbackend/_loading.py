@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tokbackend._cache_dir import cache_dir
-from tokbackend._models.qwen import BUILTIN_MODELS, builtin_model_dir
+from tokbackend._models.qwen import BUILTIN_MODELS, model_dir
 from tokbackend._options import AccelerationOptions
 from tokbackend._tokenizer import accelerate
 
@@ -20,7 +20,7 @@ DEFAULT_MODEL = "qwen3.6"
 def resolve_model(name_or_path: str) -> str:
     """A built-in name becomes its (built on first use) directory; anything else is returned as is."""
     if name_or_path in BUILTIN_MODELS:
-        return str(builtin_model_dir(name_or_path, cache_dir()))
+        return str(model_dir(BUILTIN_MODELS[name_or_path], cache_dir()))
     return name_or_path
 
 
@@ -45,21 +45,6 @@ TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "config.json")
 JSON_FILES = (*TOKENIZER_FILES, "special_tokens_map.json", "added_tokens.json")
 
 
-def is_path_like(name_or_path: str) -> bool:
-    """Whether MODEL names a directory rather than a hub id ("name" or "org/name"): it starts
-    with ".", "/" or "~", holds more than one "/" (or this system's other separator), or is no
-    valid hub id."""
-    from huggingface_hub.utils import HFValidationError, validate_repo_id  # type: ignore[attr-defined]  # a lazy module: mypy sees no re-exports
-
-    if name_or_path.startswith((".", "/", "~")) or name_or_path.count("/") > 1 or (os.sep != "/" and os.sep in name_or_path):
-        return True
-    try:
-        validate_repo_id(name_or_path)
-    except HFValidationError:
-        return True
-    return False
-
-
 def _not_found(name_or_path: str, resolved: str) -> ModelNotFoundError | None:
     """Why `resolved` cannot be loaded without the network, or None when it can be tried."""
     path = Path(resolved).expanduser()
@@ -73,7 +58,18 @@ def _not_found(name_or_path: str, resolved: str) -> ModelNotFoundError | None:
             return None
         files = ", ".join(TOKENIZER_FILES)
         return ModelNotFoundError(f"tokbackend: directory {name_or_path!r} holds no tokenizer (none of {files})")
-    if is_path_like(name_or_path):
+    from huggingface_hub.utils import HFValidationError, validate_repo_id  # type: ignore[attr-defined]  # a lazy module: mypy sees no re-exports
+
+    # a directory rather than a hub id ("name" or "org/name"): it starts with ".", "/" or "~", holds
+    # more than one "/" (or this system's other separator), or is no valid hub id
+    path_like = (
+        name_or_path.startswith((".", "/", "~")) or name_or_path.count("/") > 1 or (os.sep != "/" and os.sep in name_or_path)
+    )
+    try:
+        validate_repo_id(name_or_path)
+    except HFValidationError:
+        path_like = True
+    if path_like:
         return ModelNotFoundError(f"tokbackend: directory {name_or_path!r} does not exist ({path.absolute()})")
     if any(_cached_file(resolved, name) is not None for name in ("tokenizer.json", "tokenizer_config.json")):
         return None

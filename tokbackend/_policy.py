@@ -38,12 +38,7 @@ class FallbackReason(str, enum.Enum):
     POST_PROCESSOR = "post_processor"
     UNICODE_GUARD = "unicode_guard"
     BAD_INPUT = "bad_input"
-    BACKEND_ERROR = "backend_error"
-
-    @property
-    def is_problem(self) -> bool:
-        """A problem rather than a documented hand-over (logged at WARNING, not INFO)."""
-        return self is FallbackReason.BACKEND_ERROR
+    BACKEND_ERROR = "backend_error"  # the one problem, not a documented hand-over: logged at WARNING
 
 
 # (keyword, reason) of the `_encode_plus` flags whose true values the fast path cannot reproduce,
@@ -150,8 +145,3 @@ def truncation_of(kwargs: Mapping[str, Any]) -> Truncation | None:
 def _is_usize(value: Any) -> bool:
     # bool is an int that pyo3 accepts as 0/1; leaving it (and floats) to HF is exact, only not fast
     return type(value) is int and 0 <= value < _USIZE_END
-
-
-def unknown_kwargs(kwargs: Mapping[str, Any]) -> list[str]:
-    """The keyword arguments `fast_path_reason` does not know, for the log line."""
-    return sorted(key for key in kwargs if key not in KNOWN_KWARGS)

@@ -8,7 +8,7 @@ user call's truncation off under it; fast-path answers set nothing.
 
 `SettingsGate` (one per Rust tokenizer, `gate_of`) admits HF calls together only while they ask
 for the same settings; an internal group puts back what HF's last call left. A fast answer only
-records what HF's call would have left (`answered`: one store), applied (`settle`) before
+records what HF's call would have left (one store to `left`), applied (`settle`) before
 anything reads the settings through the accelerated tokenizer. Calls through another object
 sharing the Rust tokenizer pass no gate: their race stays HF's own.
 """
@@ -57,18 +57,13 @@ def _known(parameters: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
     return {key: parameters[key] for key in keys if key in parameters}
 
 
-def truncated(max_length: int, stride: int, strategy: str, direction: str) -> Settings:
-    """What HF leaves after a truncating call without padding (the fast path answers only such)."""
-    return {"max_length": max_length, "stride": stride, "strategy": strategy, "direction": direction}, None, False
-
-
 class SettingsGate:
     """See the module docstring. Holds no reference to its Rust tokenizer (each call passes it)."""
 
     def __init__(self) -> None:
         self._open()
         # What HF's last user-visible call would have left, where the Rust tokenizer may show
-        # otherwise (set by fast-path answers and by an internal group's snapshot).
+        # otherwise (stored by each fast-path answer, and by an internal group's snapshot).
         self.left: Settings | None = None
 
     def _open(self) -> None:
@@ -80,10 +75,6 @@ class SettingsGate:
         self._key: Any = None
         self._internal = False
         self._owners = threading.local()  # how deep this thread is inside the gate
-
-    def answered(self, settings: Settings) -> None:
-        """A fast-path answer: HF's call would have left `settings`."""
-        self.left = settings
 
     @contextlib.contextmanager
     def entered(self, rust: Any, key: Any, internal: bool) -> Iterator[None]:

@@ -8,35 +8,23 @@ started with.
 
 from __future__ import annotations
 
-import logging
 from array import array
 from typing import Any, TypeAlias, cast
 
-from tokbackend._build import PHASES, UNBUILT, Build, FastPathError, build_for
+from tokbackend._build import PHASES, UNBUILT, Build, build_for
 from tokbackend._guard import UnicodeGuard
 from tokbackend._options import AccelerationOptions
 from tokbackend._policy import FallbackReason, Truncation
 from tokbackend._process.forking import fork_safe_lock
 from tokbackend._reference import Reference
 from tokbackend._routing import Routing
-from tokbackend._segments import AddedTokenSplitter, SegmentCache, encode_through_cache
+from tokbackend._segments import encode_through_cache
 from tokbackend._stats import AccelerationStats, Stats
 from tokbackend.backends import EncodeBackend
 from tokbackend.backends._base import is_error
 
-logger = logging.getLogger("tokbackend")
-
 _NO_GUARD = UnicodeGuard(frozenset())
 BatchIds: TypeAlias = "list[list[int]] | list[array[int]]"
-
-
-def _is_valid_text(text: str) -> bool:
-    """UTF-8 encodable: no lone surrogates (which no tokenizer can encode)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 class AccelerationState:
@@ -61,20 +49,12 @@ class AccelerationState:
         return self._serving
 
     @property
-    def backend_name(self) -> str:
-        return self.options.backend
-
-    @property
     def fast_path_enabled(self) -> bool:
         return self.build.disabled_reason is None
 
     @property
     def disabled_reason(self) -> str | None:
         return self.build.disabled_reason
-
-    @property
-    def probe_seconds(self) -> float:
-        return self.build.probe_seconds
 
     @property
     def routing(self) -> Routing | None:
@@ -90,23 +70,18 @@ class AccelerationState:
         routing = self.build.routing
         return _NO_GUARD if routing is None else routing.lane.guard
 
-    @property
-    def splitter(self) -> AddedTokenSplitter | None:
-        segments = self.build.segments
-        return None if segments is None else segments.splitter
-
-    @property
-    def segment_cache(self) -> SegmentCache | None:
-        segments = self.build.segments
-        return None if segments is None else segments.cache
-
     def stats(self) -> Stats:
         """What serves this tokenizer and the counters (`Stats`: read-only, also a mapping)."""
         build, guard = self.build, self.guard
-        routing = build.routing
+        routing, segments = build.routing, build.segments
+        segment_cache: dict[str, Any] = {"enabled": segments is not None}
+        if segments is not None:
+            segment_cache.update(segments.cache.stats())
+        elif self.options.segment_cache_mib is not None:  # on, and this tokenizer's pipeline has no use for it
+            segment_cache["unsupported"] = build.segments_unsupported
         return Stats(
             backend=routing.lane.name if routing is not None and build.disabled_reason is None else "hf",
-            backend_option=self.backend_name,
+            backend_option=self.options.backend,
             model=self.model,
             fast_path_enabled=build.disabled_reason is None,
             disabled_reason=build.disabled_reason,
@@ -115,41 +90,30 @@ class AccelerationState:
             guarded_code_points=len(guard.code_points),
             guard_record=guard.record.get("path"),
             guard=guard.source(),
-            segment_cache=self._segment_cache_stats(build),
+            segment_cache=segment_cache,
             start_up={"phase": build.phase.value},
             backend_stats={} if routing is None else routing.lane.backend.stats(),
             **self.counters.snapshot(),
         )
-
-    def _segment_cache_stats(self, build: Build) -> dict[str, Any]:
-        if self.options.segment_cache_mib is None:
-            return {"enabled": False}
-        if build.segments is None:
-            return {"enabled": False, "unsupported": build.segments_unsupported}
-        return {"enabled": True, **build.segments.cache.stats()}
 
     def describe(self) -> str:
         """One line for start-up logs: backend, routing and why, guard, probe."""
         build = self.build
         routing = build.routing
         if routing is None or build.disabled_reason is not None:
-            return f"backend {self.backend_name}, fast path off ({build.disabled_reason})"
+            return f"backend {self.options.backend}, fast path off ({build.disabled_reason})"
         guard = routing.lane.guard
         return (
-            f"backend {self.backend_name} ({routing.lane.name}; {routing.reason}), "
+            f"backend {self.options.backend} ({routing.lane.name}; {routing.reason}), "
             f"{len(guard.code_points)} guarded code points (guard {guard.source()}), probe {build.probe_seconds * 1000:.0f} ms"
         )
 
     def __repr__(self) -> str:
         state = "on" if self.fast_path_enabled else f"off ({self.disabled_reason})"
-        return f"AccelerationState(backend={self.backend_name!r}, model={self.model!r}, fast_path={state})"
+        return f"AccelerationState(backend={self.options.backend!r}, model={self.model!r}, fast_path={state})"
 
     def record_fallback(self, reason: FallbackReason, cause: BaseException | str | None = None, texts: int = 1) -> None:
-        self.counters.record_fallback(reason, self.model, self.backend_name, cause, texts)
-
-    def serves(self, content: object) -> bool:
-        """Whether the current build was made for a tokenizer state with this content."""
-        return self._serving[0].content == content
+        self.counters.record_fallback(reason, self.model, self.options.backend, cause, texts)
 
     def wait_until_prepared(self, timeout: float | None = None) -> bool:
         """Wait for the backends' warm-ups (a background thread after `accelerate()`); True when
@@ -184,7 +148,7 @@ class AccelerationState:
         another tokenizer state replaces any; otherwise the step must be one `PHASES` allows."""
         current = self._serving[0]
         same_state = build is not current and build.content == current.content
-        if same_state and build.phase not in PHASES[current.phase].followed_by:
+        if same_state and build.phase not in PHASES[current.phase][2]:
             raise RuntimeError(
                 f"tokbackend: a build in phase {current.phase.value!r} cannot be replaced by one in phase {build.phase.value!r}"
             )
@@ -226,8 +190,12 @@ class AccelerationState:
         except BaseException as error:  # an Exception, or a Rust panic in a backend that lets one out
             if not is_error(error):
                 raise
-            # Bad input (a lone surrogate, say) must fail exactly as HuggingFace fails on it.
-            reason = FallbackReason.BACKEND_ERROR if all(map(_is_valid_text, texts)) else FallbackReason.BAD_INPUT
+            # Bad input (a lone surrogate, which no tokenizer can encode) must fail exactly as HF fails on it.
+            try:
+                "".join(texts).encode("utf-8")
+                reason = FallbackReason.BACKEND_ERROR
+            except UnicodeEncodeError:
+                reason = FallbackReason.BAD_INPUT
             self.record_fallback(reason, error, texts=len(texts))
             return None
         if answered_by_hf:
@@ -249,4 +217,4 @@ def _stride_rejected(truncation: Truncation, special_tokens: int) -> bool:
     return truncation.max_length >= special_tokens and truncation.stride > truncation.max_length - special_tokens
 
 
-__all__ = ["AccelerationState", "FastPathError"]
+__all__ = ["AccelerationState"]

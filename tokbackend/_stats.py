@@ -68,7 +68,7 @@ class AccelerationStats:
             if isinstance(cause, BaseException):
                 cause = f"{type(cause).__name__}: {cause}"
             logger.log(
-                logging.WARNING if reason.is_problem else logging.INFO,
+                logging.WARNING if reason is FallbackReason.BACKEND_ERROR else logging.INFO,
                 "%s encode for %s handed to HuggingFace (reason: %s%s); further calls with this reason "
                 "are counted in tokenizer.tokbackend.stats() without logging",
                 backend,

@@ -23,8 +23,8 @@ from tokbackend._build import Build
 from tokbackend._lazy_encodings import lazy_batch_encoding
 from tokbackend._models import builtin_name_of
 from tokbackend._options import AccelerationOptions
-from tokbackend._policy import FallbackReason, Truncation, fast_path_reason, truncation_of, unknown_kwargs
-from tokbackend._shared_settings import PLAIN, Settings, SettingsGate, apply, gate_of, truncated
+from tokbackend._policy import KNOWN_KWARGS, FallbackReason, Truncation, fast_path_reason, truncation_of
+from tokbackend._shared_settings import PLAIN, Settings, SettingsGate, apply, gate_of
 from tokbackend._state import AccelerationState, BatchIds
 from tokbackend.backends import BackendUnavailableError
 from tokbackend.backends._arrays import ones_like
@@ -44,26 +44,21 @@ _mode = contextvars.ContextVar("tokbackend_mode", default=_LISTS)
 
 
 @contextlib.contextmanager
-def ids_as_arrays() -> Iterator[None]:
+def _in_mode(mode: str) -> Iterator[None]:
+    """Calls inside run in `mode` (`_HF` stays: HuggingFace answers what it calls itself)."""
+    token = _mode.set(_HF if _mode.get() is _HF else mode)
+    try:
+        yield
+    finally:
+        _mode.reset(token)
+
+
+def ids_as_arrays() -> contextlib.AbstractContextManager[None]:
     """Plain-text encodes through accelerated tokenizers inside give `array('q')` ids (and
     attention masks) built from the backend's buffer; what HuggingFace answers keeps its lists.
     Only for a caller that converts every id sequence with `array("q", ids)` before anything
     reads it (SGLang's tokenizer manager), which would throw lists of Python ints away."""
-    token = _mode.set(_HF if _mode.get() is _HF else _ARRAYS)
-    try:
-        yield
-    finally:
-        _mode.reset(token)
-
-
-@contextlib.contextmanager
-def _handed_to_hf() -> Iterator[None]:
-    """HuggingFace answers whatever is called inside (our overrides step aside)."""
-    token = _mode.set(_HF)
-    try:
-        yield
-    finally:
-        _mode.reset(token)
+    return _in_mode(_ARRAYS)
 
 
 class AcceleratedTokenizerMixin(_HFTokenizer):
@@ -116,7 +111,7 @@ class AcceleratedTokenizerMixin(_HFTokenizer):
                 if len(ids[0]) > self.model_max_length:  # HF's warning (once) about a too long sequence
                     self._eventual_warn_about_too_long_sequence(ids[0], None, True)  # type: ignore[arg-type]  # HF reads its len()
                 return ids[0]
-            with _handed_to_hf():  # the hand-over is counted already
+            with _in_mode(_HF):  # the hand-over is counted already
                 return super().encode(text, text_pair, add_special_tokens, stride=stride, padding_side=padding_side)
         return super().encode(
             text, text_pair, add_special_tokens, padding, truncation, max_length, stride, padding_side, return_tensors, **kwargs
@@ -129,7 +124,7 @@ class AcceleratedTokenizerMixin(_HFTokenizer):
             ids = self._tokbackend_answer(text, text_pair, add_special_tokens, kwargs, arrays)
             if ids is not None:
                 return self._batch_encoding(text, ids, add_special_tokens, kwargs)
-        with _handed_to_hf(), self._tokbackend_gate.entered(self._tokenizer, self._tokbackend_settings(kwargs), internal=False):
+        with _in_mode(_HF), self._tokbackend_gate.entered(self._tokenizer, self._tokbackend_settings(kwargs), internal=False):
             return super()._encode_plus(text, text_pair, add_special_tokens, **kwargs)
 
     def _tokbackend_settings(self, kwargs: dict[str, Any]) -> tuple[Hashable, ...]:
@@ -152,18 +147,19 @@ class AcceleratedTokenizerMixin(_HFTokenizer):
         side, split_special_tokens = self.truncation_side, self.split_special_tokens
         reason = fast_path_reason(text, text_pair, add_special_tokens, kwargs, split_special_tokens, returns_token_type_ids, side)
         if reason is not None:
-            state.record_fallback(reason, ", ".join(unknown_kwargs(kwargs)) if reason is FallbackReason.UNKNOWN_KWARG else None)
+            unknown = reason is FallbackReason.UNKNOWN_KWARG  # named in the log line
+            state.record_fallback(reason, ", ".join(sorted(kwargs.keys() - KNOWN_KWARGS)) if unknown else None)
             return None
         texts = [text] if type(text) is str else list(text)
         truncation = truncation_of(kwargs) if kwargs else None
         ids = state.answer(self._tokbackend_reference, texts, add_special_tokens, truncation, arrays)
         if ids is not None:  # the settings HF's call would have left on the Rust tokenizer
-            self._tokbackend_gate.answered(PLAIN if truncation is None else _left_by(truncation, kwargs, side))
+            self._tokbackend_gate.left = PLAIN if truncation is None else _left_by(truncation, kwargs, side)
         return ids
 
     def tokenize(self, *args: Any, **kwargs: Any) -> list[str]:
         # it reads token strings off `tokenizers.Encoding`s, which only HF's own encode makes
-        with _handed_to_hf():
+        with _in_mode(_HF):
             return super().tokenize(*args, **kwargs)
 
     def _batch_encoding(self, text: Any, ids: BatchIds, add_special_tokens: bool, kwargs: dict[str, Any]) -> BatchEncoding:
@@ -248,7 +244,7 @@ class HFReference:
         """The Rust tokenizer's ids for plain texts without special tokens, for a guard's derivation
         (`encode_batch_fast`: no offsets, faster than `hf_ids`). It leaves the Rust settings as they were."""
         rust = self._tokenizer._tokenizer
-        with _handed_to_hf(), self._tokenizer._tokbackend_gate.entered(rust, ("ids",), internal=True):
+        with _in_mode(_HF), self._tokenizer._tokbackend_gate.entered(rust, ("ids",), internal=True):
             apply(rust, PLAIN)  # what `hf_ids` asks of `_encode_plus`, which sets the same
             return [encoding.ids for encoding in rust.encode_batch_fast(list(texts), add_special_tokens=False)]
 
@@ -268,7 +264,7 @@ class HFReference:
 
     def _internal(self, text: Any, add_special_tokens: bool, kwargs: dict[str, Any], key: Hashable) -> BatchEncoding:
         tokenizer = self._tokenizer
-        with _handed_to_hf(), tokenizer._tokbackend_gate.entered(tokenizer._tokenizer, key, internal=True):
+        with _in_mode(_HF), tokenizer._tokbackend_gate.entered(tokenizer._tokenizer, key, internal=True):
             return super(AcceleratedTokenizerMixin, tokenizer)._encode_plus(
                 text, None, add_special_tokens, **{**kwargs, "verbose": False}
             )
@@ -291,10 +287,11 @@ class HFReference:
 
 def _left_by(truncation: Truncation | None, kwargs: dict[str, Any], truncation_side: str) -> Settings:
     """The Rust settings HF's call leaves, for a call the fast path may answer with this
-    `truncation` (`truncation_of(kwargs)`)."""
+    `truncation` (`truncation_of(kwargs)`): plain, or its truncation without padding."""
     if truncation is None:
         return PLAIN
-    return truncated(truncation.max_length, truncation.stride, kwargs["truncation_strategy"].value, truncation_side)
+    # as the Rust tokenizer reports it: `Truncation`'s max_length and stride, the strategy, the side
+    return {**vars(truncation), "strategy": kwargs["truncation_strategy"].value, "direction": truncation_side}, None, False
 
 
 @functools.lru_cache(maxsize=2)
@@ -317,20 +314,16 @@ def model_name(tokenizer: Any) -> str:
     return builtin_name_of(name_or_path) or name_or_path
 
 
-# One generated class per original: accelerated tokenizers of one class share a type, and a class
-# is not made (and kept by its original's subclass list) per `accelerate()`.
-_accelerated_classes: dict[type, type] = {}
-
-
-def accelerated_class(original: type) -> type:
-    """The generated subclass of `original` that overrides only the encode surface.
+def accelerated_class(original: type[Any]) -> type[Any]:
+    """The generated subclass of `original` that overrides only the encode surface, made once per
+    class (found again among the original's subclasses, the first made should two threads race).
 
     It keeps the original's name (which `save_pretrained` records), and its overrides the names
     of the methods they override, so an error that names one reads as HF's.
     """
-    generated = _accelerated_classes.get(original)
-    if generated is not None:
-        return generated
+    for generated in original.__subclasses__():  # in the order they were made
+        if generated.__dict__.get("_tokbackend_original_class") is original:
+            return generated
     namespace = {
         "__module__": original.__module__,
         "__qualname__": original.__qualname__,
@@ -338,8 +331,8 @@ def accelerated_class(original: type) -> type:
     }
     for name in ("encode", "_encode_plus"):
         namespace[name] = _named_like(AcceleratedTokenizerMixin.__dict__[name], getattr(original, name))
-    # two threads may both make one; `setdefault` (atomic) keeps the first, and both return it
-    return _accelerated_classes.setdefault(original, type(original.__name__, (AcceleratedTokenizerMixin, original), namespace))
+    type(original.__name__, (AcceleratedTokenizerMixin, original), namespace)
+    return accelerated_class(original)  # the first made, should another thread have made one too
 
 
 def _named_like(function: types.FunctionType, overridden: Any) -> types.FunctionType:
@@ -367,7 +360,7 @@ def _attach(
     accelerated._tokbackend_reference = reference
     accelerated._tokbackend_gate = gate_of(accelerated._tokenizer, accelerated)
     accelerated._tokbackend = state = AccelerationState(reference.model, options)
-    if share_from is not None and share_from.serves(reference.content()):
+    if share_from is not None and share_from.build.content == reference.content():
         # The backends are immutable once built, so a copy shares them (and the counters).
         state.share_from(share_from, reference)
     else:

@@ -139,11 +139,6 @@ def build_tokenizer_config(spec: QwenModelSpec, tokenizer_json: dict[str, Any]) 
     }
 
 
-def builtin_model_dir(name: str, cache_dir: Path) -> Path:
-    """Return the directory holding built-in model `name`, building it on first use."""
-    return model_dir(BUILTIN_MODELS[name], cache_dir)
-
-
 def model_dir(spec: QwenModelSpec, cache_dir: Path) -> Path:
     """Return the directory holding the tokenizer `spec` describes, building it on first use."""
     target = cache_dir / builtin_folder(spec.name)

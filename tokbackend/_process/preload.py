@@ -25,7 +25,7 @@ _FORK_WAIT_S = 5.0  # bounded: a fork from inside an import the thread waits for
 _thread: OnItsOwnThread[None] | None = None
 
 
-def start(then: Callable[[], None] | None = None) -> None:
+def start(then: Callable[[], None]) -> None:
     """Import, on a thread of its own, the modules the built-in backends declare (`preloads`), then
     run `then` (the package's own first-build imports); not a daemon, so an exit waits for it
     rather than stopping it inside an extension module's initialization."""
@@ -36,7 +36,7 @@ def start(then: Callable[[], None] | None = None) -> None:
     _thread = OnItsOwnThread(lambda: _run(then), "tokbackend-preload")
 
 
-def _run(then: Callable[[], None] | None) -> None:
+def _run(then: Callable[[], None]) -> None:
     from tokbackend.backends import BUILTIN_BACKENDS, backend_class
 
     for name in BUILTIN_BACKENDS:
@@ -46,9 +46,8 @@ def _run(then: Callable[[], None] | None) -> None:
                     importlib.import_module(module)
         except Exception:  # noqa: BLE001 - a library that fails to import fails again, loudly, where it is used
             continue
-    if then is not None:
-        with contextlib.suppress(Exception):  # the same work is done, and fails loudly, where it is needed
-            then()
+    with contextlib.suppress(Exception):  # the same work is done, and fails loudly, where it is needed
+        then()
 
 
 def started() -> bool:

@@ -1,6 +1,11 @@
 """`OnItsOwnThread`: the one place tokbackend starts a thread (a guard's scan has a pool of its
 own): a backend's load beside its guard's derivation, the warm-ups, a renewing backend's spare,
-the background imports."""
+the background imports. `exiting()`: whether such work should stop between its steps.
+
+The threads are not daemons (a daemon thread inside a backend's native code when the interpreter
+finalizes aborts the process), so an exiting interpreter joins them; work whose result nothing
+would use checks `exiting()` between its steps and stops.
+"""
 
 from __future__ import annotations
 
@@ -11,11 +16,16 @@ from typing import Generic, TypeVar
 T = TypeVar("T")
 
 
+def exiting() -> bool:
+    """Whether the interpreter has started to exit: threading's shutdown sets this flag before it
+    runs its exit hooks and joins the non-daemon threads (atexit's hooks run after)."""
+    return bool(threading._SHUTTING_DOWN)  # type: ignore[attr-defined]
+
+
 class OnItsOwnThread(Generic[T]):
     """`work()` on a thread of its own; `result()` waits and raises what it raised, `join()` waits only.
 
-    Not a daemon: an exiting interpreter waits for it rather than stopping it inside native code
-    (see `tokbackend._process.exiting`). Work that nobody waits for reports its own errors.
+    Not a daemon (see the module docstring). Work that nobody waits for reports its own errors.
     """
 
     def __init__(self, work: Callable[[], T], name: str) -> None:

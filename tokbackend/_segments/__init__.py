@@ -93,7 +93,6 @@ def premise_fails(splitter: AddedTokenSplitter, hf_ids: BatchEncoder) -> str | N
 
 __all__ = [
     "DEFAULT_SEGMENT_CACHE_MIB",
-    "LONG_PLAIN_TEXT",
     "AddedTokenSplitter",
     "SegmentCache",
     "Segments",

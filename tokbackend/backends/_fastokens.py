@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from tokbackend._process.exiting import exiting
+from tokbackend._process.threads import exiting
 from tokbackend.backends._arrays import split_uint32
 from tokbackend.backends._base import import_library, loading_tokenizer_json, panics_as_errors
 from tokbackend.backends._warmup import builtin_texts

@@ -14,9 +14,8 @@ from array import array
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from tokbackend._process.exiting import exiting
 from tokbackend._process.memory import release_freed_memory, resident_bytes
-from tokbackend._process.threads import OnItsOwnThread
+from tokbackend._process.threads import OnItsOwnThread, exiting
 from tokbackend.backends._arrays import encode_array, encode_batch_arrays
 from tokbackend.backends._base import EncodeBackend, panics_as_errors
 
@@ -99,7 +98,7 @@ class RenewingBackend:
             logging.getLogger("tokbackend").warning("backend %s: building a spare instance failed: %s", self.name, error)
 
     def _add_spare(self) -> None:
-        if exiting():  # nothing will serve with it (`tokbackend._process.exiting`)
+        if exiting():  # nothing will serve with it (`tokbackend._process.threads`)
             return
         spare = self._build()
         if not exiting():

@@ -59,7 +59,9 @@ def accelerate_for_server(
     """`tokbackend.accelerate()` under the contract above. `flag` is the command-line value
     ("--tokenizer-backend gigatoken"), named in errors and the log line; `options`: what the flag
     and the environment leave as they are (default `AccelerationOptions()`)."""
+    global _built  # a build that start-up accepted is shared (appended below)
     import tokbackend
+    from tokbackend._tokenizer import accelerate_like
 
     backend = backend_for_flag(flag.split()[-1])
     variables = (ALLOW_FALLBACK_ENV, *legacy_fallback_variables)
@@ -79,10 +81,12 @@ def accelerate_for_server(
             f"Remove the flag, or set {ALLOW_FALLBACK_ENV}=1 to serve it with HuggingFace."
         )
 
-    shared = _shared_build(tokenizer, options)
-    if shared is not None:
-        log_served("the build of an earlier load in this process, shared", shared)
-        return shared
+    # the build of a tokenizer accelerated earlier with these options, where the two encode alike
+    for earlier in [entry() for entry in reversed(_built)]:
+        shared = None if earlier is None or earlier.tokbackend.options != options else accelerate_like(tokenizer, earlier)
+        if shared is not None:
+            log_served("the build of an earlier load in this process, shared", shared)
+            return shared
 
     try:
         accelerated: PreTrainedTokenizerBase = tokbackend.accelerate(tokenizer, options=options)
@@ -99,19 +103,5 @@ def accelerate_for_server(
     log_served("built", accelerated)
     if not accelerated.tokbackend.fast_path_enabled and not allow_fallback:
         raise refused(f"the fast path is off ({accelerated.tokbackend.disabled_reason})")
-    global _built  # only a build that start-up accepted is shared
     _built = (*(entry for entry in _built if entry() is not None), weakref.ref(accelerated))
     return accelerated
-
-
-def _shared_build(tokenizer: PreTrainedTokenizerBase, options: AccelerationOptions) -> PreTrainedTokenizerBase | None:
-    """`tokenizer` accelerated with the build of a tokenizer this process accelerated earlier
-    with these options, where the two encode alike (`accelerate_like`); else None."""
-    from tokbackend._tokenizer import accelerate_like
-
-    for candidate in [entry() for entry in reversed(_built)]:
-        if candidate is not None and candidate.tokbackend.options == options:
-            shared = accelerate_like(tokenizer, candidate)
-            if shared is not None:
-                return shared
-    return None

@@ -104,27 +104,25 @@ async def _around_tokenize_texts(original: Callable[..., Any], manager: Any, *ar
 
 def _around_get_tokenizer(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """With one of our flag values: HuggingFace's tokenizer, loaded as SGLang loads it, accelerated."""
-    flag = kwargs.get("tokenizer_backend", "")
-    if backend_for_flag(flag) is None:
-        return original(*args, **kwargs)
-    kwargs["tokenizer_backend"] = "huggingface"
-    tokenizer = original(*args, **kwargs)
-    model = args[0] if args else kwargs.get("tokenizer_name", "?")
-    return accelerate_for_sglang(tokenizer, str(model), flag)
+    return _accelerated_load(original, args, kwargs, processor=False)
 
 
 def _around_get_processor(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """With one of our flag values: HuggingFace's processor with its tokenizer accelerated."""
+    return _accelerated_load(original, args, kwargs, processor=True)
+
+
+def _accelerated_load(original: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], processor: bool) -> Any:
     flag = kwargs.get("tokenizer_backend", "")
     if backend_for_flag(flag) is None:
         return original(*args, **kwargs)
     kwargs["tokenizer_backend"] = "huggingface"
-    processor = original(*args, **kwargs)
+    loaded = original(*args, **kwargs)
     model = str(args[0] if args else kwargs.get("tokenizer_name", "?"))
-    if hasattr(processor, "tokenizer"):
-        processor.tokenizer = accelerate_for_sglang(processor.tokenizer, model, flag)
-        return processor
-    return accelerate_for_sglang(processor, model, flag)
+    if processor and hasattr(loaded, "tokenizer"):
+        loaded.tokenizer = accelerate_for_sglang(loaded.tokenizer, model, flag)
+        return loaded
+    return accelerate_for_sglang(loaded, model, flag)
 
 
 def accelerate_for_sglang(
