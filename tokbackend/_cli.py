@@ -15,7 +15,10 @@ from tokbackend._guard.records import BAKED_RECORDS_ENV
 from tokbackend._options import DEFAULT_BACKEND
 from tokbackend._verify import (
     EXIT_CODES,
+    EXIT_GRAMMAR,
+    EXIT_MISMATCH,
     EXIT_MISSING_TOOLS,
+    EXIT_OK,
     EXIT_PRECEDENCE,
     EXIT_UNAVAILABLE,
     STEPS,
@@ -96,6 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument(
         "--code-points",
         metavar="RANGES",
+        type=parse_code_points,
         help="scan only these code points, e.g. U+0900..U+097F,U+323B0 (default: every code point)",
     )
     guard = commands.add_parser(
@@ -195,7 +199,7 @@ def verify(arguments: argparse.Namespace) -> int:
                 seed=arguments.seed,
                 quick=arguments.quick,
                 progress=not arguments.no_progress and sys.stderr.isatty(),
-                code_points=parse_code_points(arguments.code_points) if arguments.code_points else None,
+                code_points=arguments.code_points,
                 only=arguments.only,
             )
     except KeyboardInterrupt:
@@ -205,7 +209,7 @@ def verify(arguments: argparse.Namespace) -> int:
     if arguments.json:
         with open(arguments.json, "w", encoding="utf-8") as handle:
             json.dump(report.as_json(), handle, indent=2, ensure_ascii=False)
-    return report.exit_code if report.steps else EXIT_UNAVAILABLE
+    return report.exit_code
 
 
 def subcommand_parser(parser: argparse.ArgumentParser, command: str) -> argparse.ArgumentParser:
@@ -226,24 +230,31 @@ def parse_steps(text: str) -> set[str]:
 
 
 def parse_code_points(text: str) -> list[int]:
-    """'U+0900..U+097F,U+323B0' -> the code points (surrogates left out)."""
+    """'U+0900..U+097F,U+323B0' -> the code points (surrogates left out); anything else, or no code
+    point, is a usage error of `verify` (exit 2, its usage line) that names the value."""
     code_points: set[int] = set()
-    for part in filter(None, (piece.strip() for piece in text.split(","))):
-        first, _, last = part.partition("..")
-        start = int(first.upper().removeprefix("U+"), 16)
-        end = int(last.upper().removeprefix("U+"), 16) if last else start
-        code_points.update(code_point for code_point in range(start, end + 1) if not 0xD800 <= code_point <= 0xDFFF)
+    try:
+        for part in filter(None, (piece.strip() for piece in text.split(","))):
+            first, _, last = part.partition("..")
+            start = int(first.upper().removeprefix("U+"), 16)
+            end = int(last.upper().removeprefix("U+"), 16) if last else start
+            if not 0 <= start <= end <= 0x10FFFF:
+                raise ValueError(part)
+            code_points.update(code_point for code_point in range(start, end + 1) if not 0xD800 <= code_point <= 0xDFFF)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not code point ranges: {text!r} (e.g. U+0900..U+097F,U+323B0)") from None
+    if not code_points:
+        raise argparse.ArgumentTypeError(f"no code point to scan in {text!r} (e.g. U+0900..U+097F,U+323B0)")
     return sorted(code_points)
 
 
 def _progress_line(text: str) -> None:
     """One line of progress on stderr: on a terminal rewritten in place ("" clears it); into a
     file or a pipe, where a carriage return only garbles the log, a line of its own ("": none)."""
-    if not sys.stderr.isatty():
-        if text:
-            print(text, file=sys.stderr, flush=True)
-        return
-    print(f"\r{text[:100].ljust(100)}\r" if text else "\r" + " " * 100 + "\r", end="", file=sys.stderr, flush=True)
+    if sys.stderr.isatty():
+        print(f"\r{text[:100].ljust(100)}\r", end="", file=sys.stderr, flush=True)
+    elif text:
+        print(text, file=sys.stderr, flush=True)
 
 
 def derive_guard(model: str, backend_name: str, output: str | None, full: bool = False) -> int:
@@ -323,10 +334,10 @@ def sglang_gate(arguments: argparse.Namespace) -> int:
             median = sorted(seconds)[len(seconds) // 2]
             print(f"{server}: time to first token of {len(seconds)} distinct long prompts: median {median * 1e3:.1f} ms")
     verdict = {
-        0: "identical: the flag changes no answer",
-        1: "DIFFERENT: do not deploy",
-        3: "a JSON-schema answer does not conform",
-        6: "a server cannot serve",
+        EXIT_OK: "identical: the flag changes no answer",
+        EXIT_MISMATCH: "DIFFERENT: do not deploy",
+        EXIT_GRAMMAR: "a JSON-schema answer does not conform",
+        EXIT_UNAVAILABLE: "a server cannot serve",
     }
     answered = "; ".join(f"{server}: {counted(count, 'prompt')}" for server, count in report["prompts_answered"].items())
     print(f"result: {verdict[exit_code]} (prompts answered, {answered}; exit {exit_code})")

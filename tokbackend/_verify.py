@@ -70,7 +70,8 @@ STATUS_EXIT = MappingProxyType(
         "error": EXIT_HARNESS,
     }
 )
-# The steps after load and boot probe: the names `only` (and `--only`) take, and their titles.
+# The steps after load and boot probe: the names `only` (and `--only`) take, and their titles;
+# step KEY runs the function `_KEY` below.
 STEP_TITLES = MappingProxyType(
     {
         "scan": "code-point scan",
@@ -118,16 +119,6 @@ class VerifyReport:
         if any(step.status == "skipped" and step.detail != QUICK_DETAIL for step in self.steps):
             codes.add(EXIT_PARTIAL)
         return next((code for code in EXIT_PRECEDENCE if code in codes), EXIT_OK)
-
-    def served_by(self) -> str:
-        """'auto -> fastokens 0.3.5' (or just the backend when it was named)."""
-        names = [
-            f"{entry['backend']} ({', '.join(f'{library} {value}' for library, value in entry['versions'].items())})"
-            for entry in self.checked
-        ]
-        if not names:
-            return self.backend
-        return f"{self.backend} -> {', '.join(names)}" if self.backend != self.checked[0]["backend"] else names[0]
 
     def as_json(self) -> dict[str, Any]:
         """The report as written by `--json`: enough to compare two runs or attach to a deploy.
@@ -294,11 +285,11 @@ def verify_model(
     """
     import tokbackend
     from tokbackend._build import FastPathError
-    from tokbackend._guard import GuardSettings, GuardUnavailableError
+    from tokbackend._guard import GuardSettings, GuardUnavailableError, guard_versions
     from tokbackend._loading import ModelFilesError
     from tokbackend._probe import run_probe
     from tokbackend._tokenizer import reference_of
-    from tokbackend.backends import BackendUnavailableError
+    from tokbackend.backends import BackendUnavailableError, backend_class
     from tokbackend.integrations._common import backend_for_flag
 
     backend = backend_for_flag(backend) or backend
@@ -332,7 +323,9 @@ def verify_model(
                 return step.done("unavailable", str(error).removeprefix("tokbackend: "))
             return step.done("unavailable", f"backend {backend!r} cannot serve {model}: {_first_line(error)}")
         guard = accelerated.tokbackend.guard
-        report.checked = [_checked(lane)]
+        # what was checked: the backend, its libraries' versions, its guard record
+        versions = guard_versions(tuple(backend_class(lane.name).versioned_libraries))
+        report.checked = [{"backend": lane.name, "versions": versions, "guard": lane.guard.source()}]
         chose = "" if lane.name == backend else f" (auto chose {lane.name}: {deployed.tokbackend.routing.reason})"
         loaded = f"{type(hf).__name__}, {counted(len(hf), 'token')}, backend {lane.name!r} loaded{chose}"
         step.done(
@@ -354,18 +347,6 @@ def verify_model(
             step.done("mismatch", f"edge string differs at index {mismatch.first_difference}: {detail}")
 
     run = _Run(hf, accelerated, lane, guard_config, profile, examples, seed, quick, progress, code_points)
-    # read on each call, so that a test may replace a step's function
-    runners: dict[str, Callable[[_Step, _Run], None]] = {
-        "scan": _code_point_scan,
-        "properties": _properties,
-        "arguments": _arguments,
-        "changes": _changes,
-        "sharing": _sharing,
-        "segments": _segments,
-        "chat": _chat_template,
-        "grammar": _grammar,
-        "speed": _speed,
-    }
     for key, title in STEP_TITLES.items():
         if quick and key in QUICK_SKIPS:
             report.steps.append(StepResult(title, "skipped", QUICK_DETAIL, 0.0))
@@ -373,7 +354,7 @@ def verify_model(
             report.steps.append(StepResult(title, "skipped", "not in --only", 0.0))
         else:
             with _Step(report, title, announce) as step:
-                runners[key](step, run)
+                globals()[f"_{key}"](step, run)  # looked up on each run, so that a test may replace a step
             _release_memory()
     return report
 
@@ -390,15 +371,6 @@ def _release_memory() -> None:
     release_freed_memory()
 
 
-def _checked(lane: Lane) -> dict[str, Any]:
-    """What a lane is, for the report: the backend, its libraries' versions, its guard record."""
-    from tokbackend._guard import guard_versions
-    from tokbackend.backends import backend_class
-
-    versions = guard_versions(tuple(backend_class(lane.name).versioned_libraries))
-    return {"backend": lane.name, "versions": versions, "guard": lane.guard.source()}
-
-
 def _copy(tokenizer: Tokenizer) -> Tokenizer:
     """A deep copy sharing the vocabulary and merges transformers keeps from loading, which no
     step changes (copying them takes seconds)."""
@@ -406,7 +378,7 @@ def _copy(tokenizer: Tokenizer) -> Tokenizer:
     return copy.deepcopy(tokenizer, kept)
 
 
-def _code_point_scan(step: _Step, run: _Run) -> None:
+def _scan(step: _Step, run: _Run) -> None:
     """Every code point in every context derived from the model's split regex and normalizer, the
     raw backend and the accelerated tokenizer against HF."""
     from tokbackend._guard.contexts import derive_contexts
@@ -537,7 +509,7 @@ def _changes(step: _Step, run: _Run) -> None:
     # These rebuilds are verify's own: what they log (a backend that cannot serve one, a guard
     # derived for one) goes into the result, not to the console, and their guard records into a
     # scratch directory, not the user's cache.
-    with _logs_kept() as logs, _scratch_cache():
+    with _kept_aside() as logs:
         for index, change in enumerate(CHANGES):
             accelerated = _copy(template)
             original = accelerated._tokbackend_plain_copy()  # the HF object, sharing its Rust tokenizer
@@ -561,8 +533,11 @@ def _changes(step: _Step, run: _Run) -> None:
 
 
 @contextlib.contextmanager
-def _logs_kept() -> Iterator[list[str]]:
-    """The list of tokbackend's log lines meanwhile ('LEVEL message'), which reach no handler."""
+def _kept_aside() -> Iterator[list[str]]:
+    """Meanwhile, tokbackend's log lines ('LEVEL message') kept in the list yielded, reaching no
+    handler, and its cache directory (guard records, their locks) in a temporary directory."""
+    from tokbackend._cache_dir import CACHE_DIR_ENV
+
     logger = logging.getLogger("tokbackend")
     lines: list[str] = []
 
@@ -570,27 +545,15 @@ def _logs_kept() -> Iterator[list[str]]:
         def emit(self, record: logging.LogRecord) -> None:
             lines.append(f"{record.levelname} {record.getMessage()}")
 
-    handler, propagate = Keep(), logger.propagate
-    logger.addHandler(handler)
-    logger.propagate = False
-    try:
-        yield lines
-    finally:
-        logger.removeHandler(handler)
-        logger.propagate = propagate
-
-
-@contextlib.contextmanager
-def _scratch_cache() -> Iterator[None]:
-    """tokbackend's cache directory (guard records, their locks) in a temporary directory meanwhile."""
-    from tokbackend._cache_dir import CACHE_DIR_ENV
-
-    previous = os.environ.get(CACHE_DIR_ENV)
     with tempfile.TemporaryDirectory(prefix="tokbackend-verify-") as scratch:
-        os.environ[CACHE_DIR_ENV] = scratch
+        handler, propagate, previous = Keep(), logger.propagate, os.environ.get(CACHE_DIR_ENV)
+        logger.addHandler(handler)
+        logger.propagate, os.environ[CACHE_DIR_ENV] = False, scratch
         try:
-            yield
+            yield lines
         finally:
+            logger.removeHandler(handler)
+            logger.propagate = propagate
             if previous is None:
                 del os.environ[CACHE_DIR_ENV]
             else:
@@ -652,7 +615,7 @@ def _segments(step: _Step, run: _Run) -> None:
         step.done("ok", f"{agree}; cache hits {hits}, remembered-prefix hits {prefix_hits}", hits=hits, prefix_hits=prefix_hits)
 
 
-def _chat_template(step: _Step, run: _Run) -> None:
+def _chat(step: _Step, run: _Run) -> None:
     """Conversations rendered and encoded by the chat template, as HF's."""
     from equivalence.differential import answer_of
 
@@ -726,7 +689,14 @@ def summary_table(report: VerifyReport) -> str:
         lines = step.detail.splitlines() or [""]
         detail = lines[0] if len(lines[0]) <= 110 and len(lines) == 1 else lines[0][:109] + "…"
         rows.append(f"{step.name.ljust(width)}  {step.status.ljust(11)}  {step.seconds:7.2f}  {detail}")
-    rows.append(f"result: {verdict(report)} (model {report.model}, backend {report.served_by()}, exit {report.exit_code})")
+    # 'auto -> fastokens (fastokens 0.3.5)', or what was named alone where it served
+    names = [
+        f"{entry['backend']} ({', '.join(f'{lib} {value}' for lib, value in entry['versions'].items())})"
+        for entry in report.checked
+    ]
+    served = f"{report.backend} -> {', '.join(names)}" if names else report.backend
+    served = names[0] if names and report.backend == report.checked[0]["backend"] else served
+    rows.append(f"result: {verdict(report)} (model {report.model}, backend {served}, exit {report.exit_code})")
     return "\n".join(rows)
 
 

@@ -19,7 +19,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-EXIT_OK, EXIT_MISMATCH, EXIT_GRAMMAR, EXIT_UNAVAILABLE = 0, 1, 3, 6
+from tokbackend._verify import EXIT_GRAMMAR, EXIT_MISMATCH, EXIT_OK, EXIT_UNAVAILABLE
+
 # tokbackend's start-up line, one per process that builds a tokenizer (integrations._common)
 STARTUP_LINE = re.compile(r"SGLang (\S+) \(pid (\d+)\) tokenizer for (.+?): backend")
 
