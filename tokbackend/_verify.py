@@ -19,6 +19,7 @@ import statistics
 import tempfile
 import time
 import traceback
+import typing
 from collections.abc import Callable, Iterator, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -166,49 +167,40 @@ def _first_line(error: BaseException) -> str:
     return f"{type(error).__name__}: {lines[0]}" if lines else type(error).__name__
 
 
-class _Step:
-    """Times one step and appends its result to the report. An error that escapes the step is
-    its result: status "error" (exit 8) with the error's first line, the traceback in its data."""
+# A step's status, detail and data (`StepResult`'s, less its name and time).
+Outcome = tuple[str, str, dict[str, Any]]
 
-    def __init__(self, report: VerifyReport, name: str, announce: Announce) -> None:
-        self.report, self.name, self.announce = report, name, announce
-        self.finished = False
 
-    def __enter__(self) -> _Step:
-        self.started = time.perf_counter()
-        self.announce(f"== {self.name}")
-        return self
+def _result(status: str, detail: str, **data: Any) -> Outcome:
+    return status, detail, data
 
-    def done(self, status: str, detail: str, **data: Any) -> VerifyReport:
-        """Record the step's result (and return the report, for a step that ends the run)."""
-        result = StepResult(self.name, status, detail, round(time.perf_counter() - self.started, 2), data)
-        if self.finished:  # an error after the step's result: the error stands instead
-            self.report.steps.pop()
-        self.report.steps.append(result)
-        self.finished = True
-        self.announce(f"   {status}: {detail}")
-        return self.report
 
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, trace: Any) -> bool:
-        if error is None or not is_error(error):
-            return False
-        self.done(
-            "error",
-            f"stopped on {_first_line(error)} before it could compare answers (no verdict on this step; the traceback "
-            "is in --json)",
-            traceback="".join(traceback.format_exception(kind, error, trace)),
-        )
-        return True
+def _step(report: VerifyReport, name: str, announce: Announce, body: Callable[[], Outcome]) -> str:
+    """Time one step, append its result to the report and return its status. An error that
+    escapes the step is its result: status "error" (exit 8) with the error's first line, the
+    traceback in its data."""
+    started = time.perf_counter()
+    announce(f"== {name}")
+    try:
+        status, detail, data = body()
+    except BaseException as error:
+        if not is_error(error):
+            raise
+        status, data = "error", {"traceback": traceback.format_exc()}
+        detail = f"stopped on {_first_line(error)} before it could compare answers (no verdict on this step; the traceback "
+        detail += "is in --json)"
+    report.steps.append(StepResult(name, status, detail, round(time.perf_counter() - started, 2), data))
+    announce(f"   {status}: {detail}")
+    return status
 
 
 @dataclasses.dataclass
 class _Run:
-    """What the steps after the boot probe read: the two tokenizers they compare (the lane on its
-    own: no probe, no segment cache), the lane, and verify's options."""
+    """What the steps read: verify's options, then what load makes: the two tokenizers the steps
+    compare (the lane on its own: no probe, no segment cache) and the lane."""
 
-    hf: Tokenizer
-    accelerated: Tokenizer
-    lane: Lane
+    model: str
+    backend: str
     guard_config: GuardSettings
     profile: str
     examples: int | None
@@ -216,6 +208,10 @@ class _Run:
     quick: bool
     progress: bool
     code_points: list[int] | None
+    announce: Announce
+    hf: Tokenizer = dataclasses.field(init=False)
+    accelerated: Tokenizer = dataclasses.field(init=False)
+    lane: Lane = dataclasses.field(init=False)
 
     def accelerate(self, tokenizer: Tokenizer, **options: Any) -> Tokenizer:
         """Another accelerated tokenizer on the verified lane, with verify's guard settings."""
@@ -252,13 +248,12 @@ def _fast_texts(tokenizer: Tokenizer) -> int:
     return int(tokenizer.tokbackend.stats()["fast_texts"])
 
 
-def _passed(step: _Step, answered: int, inputs: str, detail: str, **data: Any) -> None:
+def _passed(answered: int, inputs: str, detail: str, **data: Any) -> Outcome:
     """The step passes with `detail`, unless the fast path answered none of its `inputs`: a gate
     the backend took no part in proves nothing."""
     if answered == 0:
-        step.done("mismatch", f"the fast path answered none of {inputs}: this step proves nothing", **data)
-    else:
-        step.done("ok", detail, **data)
+        return _result("mismatch", f"the fast path answered none of {inputs}: this step proves nothing", **data)
+    return _result("ok", detail, **data)
 
 
 def verify_model(
@@ -283,80 +278,88 @@ def verify_model(
         reported as skipped.
     guard_settings: the `GuardSettings` of every build verify makes (default: accelerate()'s).
     """
-    import tokbackend
-    from tokbackend._build import FastPathError
-    from tokbackend._guard import GuardSettings, GuardUnavailableError, guard_versions
-    from tokbackend._loading import ModelFilesError
-    from tokbackend._probe import run_probe
-    from tokbackend._tokenizer import reference_of
-    from tokbackend.backends import BackendUnavailableError, backend_class
+    from tokbackend._guard import GuardSettings
     from tokbackend.integrations._common import backend_for_flag
 
     backend = backend_for_flag(backend) or backend
     guard_config = guard_settings if guard_settings is not None else GuardSettings()
+    run = _Run(model, backend, guard_config, profile, examples, seed, quick, progress, code_points, announce)
     report = VerifyReport(model, backend, [])
-    with _Step(report, "load", announce) as step:
-        try:
-            hf = tokbackend.load_hf(model)
-        except tokbackend.ModelNotFoundError as error:
-            return step.done("not_found", error.cli_message)
-        except ModelFilesError as error:
-            return step.done("unloadable", str(error).removeprefix("tokbackend: "))
-        except Exception as error:  # noqa: BLE001 - whatever HF raises is why it cannot load the model
-            return step.done("unloadable", f"HuggingFace cannot load {model!r}: {_first_line(error)}")
-        try:
-            # The backend a deployment gets (for "auto": the one it chooses, probe included; a
-            # named one that fails the probe is verified all the same: the probe step says so) ...
-            deployed = tokbackend.accelerate(hf, backend=backend, guard=guard_config)
-            if deployed.tokbackend.routing is None:
-                why = deployed.tokbackend.disabled_reason
-                return step.done("unavailable", f"backend {backend!r} cannot serve {model}: {why}")
-            lane = deployed.tokbackend.routing.lane
-            # ... then verified on its own: with no probe as a safety net every step sees the
-            # backend's own answers (through the Unicode guard, as deployed), and with the segment
-            # cache off every text reaches the backend (the cache has its own step).
-            accelerated = tokbackend.accelerate(hf, backend=lane.name, probe=False, segment_cache_mib=None, guard=guard_config)
-        except BaseException as error:
-            if not is_error(error):
-                raise
-            if isinstance(error, (BackendUnavailableError, GuardUnavailableError, FastPathError)):
-                return step.done("unavailable", str(error).removeprefix("tokbackend: "))
-            return step.done("unavailable", f"backend {backend!r} cannot serve {model}: {_first_line(error)}")
-        guard = accelerated.tokbackend.guard
-        # what was checked: the backend, its libraries' versions, its guard record
-        versions = guard_versions(tuple(backend_class(lane.name).versioned_libraries))
-        report.checked = [{"backend": lane.name, "versions": versions, "guard": lane.guard.source()}]
-        chose = "" if lane.name == backend else f" (auto chose {lane.name}: {deployed.tokbackend.routing.reason})"
-        loaded = f"{type(hf).__name__}, {counted(len(hf), 'token')}, backend {lane.name!r} loaded{chose}"
-        step.done(
-            "ok",
-            f"{loaded}; Unicode guard: {guard.describe()}",
-            guard=guard.by_class(),
-            guard_code_points=len(guard.code_points),
-            guard_record=guard.record.get("path"),
-        )
-    if report.steps[-1].status != "ok":  # an error of verify's own while loading: nothing to verify
-        return report
-
-    with _Step(report, "boot probe", announce) as step:
-        result = run_probe(accelerated.tokbackend.backend, reference_of(accelerated), guard)
-        if (mismatch := result.mismatch) is None:
-            step.done("ok", f"{counted(result.strings, 'edge string')} agree ({result.seconds * 1000:.1f} ms)")
-        else:
-            detail = f"{mismatch.text!r}: backend {mismatch.backend_ids[:12]} vs HF {mismatch.hf_ids[:12]}"
-            step.done("mismatch", f"edge string differs at index {mismatch.first_difference}: {detail}")
-
-    run = _Run(hf, accelerated, lane, guard_config, profile, examples, seed, quick, progress, code_points)
+    if _step(report, "load", announce, lambda: _load(run, report)) != "ok":
+        return report  # nothing to verify
+    _step(report, "boot probe", announce, lambda: _probe(run))
     for key, title in STEP_TITLES.items():
         if quick and key in QUICK_SKIPS:
             report.steps.append(StepResult(title, "skipped", QUICK_DETAIL, 0.0))
         elif only is not None and key not in only:
             report.steps.append(StepResult(title, "skipped", "not in --only", 0.0))
-        else:
-            with _Step(report, title, announce) as step:
-                globals()[f"_{key}"](step, run)  # looked up on each run, so that a test may replace a step
+        else:  # looked up on each run, so that a test may replace a step
+            _step(report, title, announce, lambda: globals()[f"_{key}"](run))  # noqa: B023 - called at once
             _release_memory()
     return report
+
+
+def _load(run: _Run, report: VerifyReport) -> Outcome:
+    """HF's tokenizer, then the backend a deployment gets and the lane it serves on its own (into
+    `run`); what was checked (into `report`)."""
+    import tokbackend
+    from tokbackend._build import FastPathError
+    from tokbackend._guard import GuardUnavailableError, guard_versions
+    from tokbackend._loading import ModelFilesError
+    from tokbackend.backends import BackendUnavailableError, backend_class
+
+    model, backend = run.model, run.backend
+    try:
+        hf = run.hf = tokbackend.load_hf(model)
+    except tokbackend.ModelNotFoundError as error:
+        return _result("not_found", error.cli_message)
+    except ModelFilesError as error:
+        return _result("unloadable", str(error).removeprefix("tokbackend: "))
+    except Exception as error:  # noqa: BLE001 - whatever HF raises is why it cannot load the model
+        return _result("unloadable", f"HuggingFace cannot load {model!r}: {_first_line(error)}")
+    try:
+        # The backend a deployment gets (for "auto": the one it chooses, probe included; a
+        # named one that fails the probe is verified all the same: the probe step says so) ...
+        deployed = tokbackend.accelerate(hf, backend=backend, guard=run.guard_config)
+        if deployed.tokbackend.routing is None:
+            return _result("unavailable", f"backend {backend!r} cannot serve {model}: {deployed.tokbackend.disabled_reason}")
+        lane = run.lane = deployed.tokbackend.routing.lane
+        # ... then verified on its own: with no probe as a safety net every step sees the
+        # backend's own answers (through the Unicode guard, as deployed), and with the segment
+        # cache off every text reaches the backend (the cache has its own step).
+        run.accelerated = run.accelerate(hf, probe=False, segment_cache_mib=None)
+    except BaseException as error:
+        if not is_error(error):
+            raise
+        if isinstance(error, (BackendUnavailableError, GuardUnavailableError, FastPathError)):
+            return _result("unavailable", str(error).removeprefix("tokbackend: "))
+        return _result("unavailable", f"backend {backend!r} cannot serve {model}: {_first_line(error)}")
+    guard = run.accelerated.tokbackend.guard
+    # what was checked: the backend, its libraries' versions, its guard record
+    versions = guard_versions(tuple(backend_class(lane.name).versioned_libraries))
+    report.checked = [{"backend": lane.name, "versions": versions, "guard": lane.guard.source()}]
+    chose = "" if lane.name == backend else f" (auto chose {lane.name}: {deployed.tokbackend.routing.reason})"
+    loaded = f"{type(hf).__name__}, {counted(len(hf), 'token')}, backend {lane.name!r} loaded{chose}"
+    return _result(
+        "ok",
+        f"{loaded}; Unicode guard: {guard.describe()}",
+        guard=guard.by_class(),
+        guard_code_points=len(guard.code_points),
+        guard_record=guard.record.get("path"),
+    )
+
+
+def _probe(run: _Run) -> Outcome:
+    """The boot probe's edge strings, the lane's backend against HF."""
+    from tokbackend._probe import run_probe
+    from tokbackend._tokenizer import AcceleratedTokenizerMixin, reference_of
+
+    accelerated = typing.cast(AcceleratedTokenizerMixin, run.accelerated)
+    result = run_probe(run.accelerated.tokbackend.backend, reference_of(accelerated), run.accelerated.tokbackend.guard)
+    if (mismatch := result.mismatch) is None:
+        return _result("ok", f"{counted(result.strings, 'edge string')} agree ({result.seconds * 1000:.1f} ms)")
+    detail = f"{mismatch.text!r}: backend {mismatch.backend_ids[:12]} vs HF {mismatch.hf_ids[:12]}"
+    return _result("mismatch", f"edge string differs at index {mismatch.first_difference}: {detail}")
 
 
 def _release_memory() -> None:
@@ -378,7 +381,7 @@ def _copy(tokenizer: Tokenizer) -> Tokenizer:
     return copy.deepcopy(tokenizer, kept)
 
 
-def _scan(step: _Step, run: _Run) -> None:
+def _scan(run: _Run) -> Outcome:
     """Every code point in every context derived from the model's split regex and normalizer, the
     raw backend and the accelerated tokenizer against HF."""
     from tokbackend._guard.contexts import derive_contexts
@@ -410,15 +413,15 @@ def _scan(step: _Step, run: _Run) -> None:
         template, code_point = example
         text = template.format(chr(code_point))
         expected, actual = hf_batch([text])[0], accelerated_batch([text])[0]
-        step.announce(
+        run.announce(
             f"counterexample: {text!r} (U+{code_point:04X} in context {template!r}): HF {expected}, accelerated {actual}"
         )
-        step.done("mismatch", detail, counterexample=text, **data)
+        return _result("mismatch", detail, counterexample=text, **data)
     else:
-        _passed(step, answered, "the scan's texts", detail, **data)
+        return _passed(answered, "the scan's texts", detail, **data)
 
 
-def _properties(step: _Step, run: _Run) -> None:
+def _properties(run: _Run) -> Outcome:
     """Each input class of `equivalence.strategies`, ids in list and array form, against HF."""
     from hypothesis import Phase, settings
 
@@ -443,17 +446,16 @@ def _properties(step: _Step, run: _Run) -> None:
             mismatch = find_mismatch(run.hf.encode, encode, strategy(), name, class_settings, run.seed or None)
             if mismatch is not None:
                 mismatches.append(mismatch.report())
-                step.announce(mismatch.report())
+                run.announce(mismatch.report())
             bar.update()
     answered = _fast_texts(run.accelerated) - before
     if mismatches:
-        step.done("mismatch", f"{len(mismatches)} of {len(classes)} input classes disagree", counterexamples=mismatches)
-        return
+        return _result("mismatch", f"{len(mismatches)} of {len(classes)} input classes disagree", counterexamples=mismatches)
     agree = f"{len(classes)} input classes agree (up to {base.max_examples} examples each, profile {run.profile!r})"
-    _passed(step, answered, "the examples", f"{agree}; backend answered {answered} texts", backend_answered=answered)
+    return _passed(answered, "the examples", f"{agree}; backend answered {answered} texts", backend_answered=answered)
 
 
-def _arguments(step: _Step, run: _Run) -> None:
+def _arguments(run: _Run) -> Outcome:
     """Calls with keyword arguments drawn from the values HF's own checks distinguish: the same
     result or the same exception class as HF; and the result objects' surface (Encodings,
     mappings, pickling) on plain calls equal to HF's."""
@@ -477,26 +479,24 @@ def _arguments(step: _Step, run: _Run) -> None:
         run.seed or None,
     )
     if mismatch is not None:
-        step.announce(mismatch.report())
-        step.done("mismatch", f"a call differs from HF's: {mismatch.text!r}", counterexamples=[mismatch.report()])
-        return
+        run.announce(mismatch.report())
+        return _result("mismatch", f"a call differs from HF's: {mismatch.text!r}", counterexamples=[mismatch.report()])
     texts = ["Hello, world!", "x <|im_end|> y " + "\u4e2d\u6587 " * 5, ""]
     plain_calls = {"one text": texts[0], "a batch": texts, "an empty text": texts[2]}
     for name, text in plain_calls.items():
         ours, theirs = surface(accelerated(text)), surface(hf(text))
         if ours != theirs:
             differing = sorted(key for key in theirs if ours.get(key) != theirs[key])
-            step.done("mismatch", f"the result of {name} differs from HF's in {', '.join(differing[:6])}")
-            return
+            return _result("mismatch", f"the result of {name} differs from HF's in {', '.join(differing[:6])}")
     answered = _fast_texts(accelerated) - before
     detail = (
         f"calls with valid and invalid arguments agree (up to {base.max_examples} examples: ids or exception class); "
         f"result objects equal HF's on {len(plain_calls)} calls; backend answered {answered} texts"
     )
-    _passed(step, answered, "the calls", detail, backend_answered=answered)
+    return _passed(answered, "the calls", detail, backend_answered=answered)
 
 
-def _changes(step: _Step, run: _Run) -> None:
+def _changes(run: _Run) -> Outcome:
     """Each change to a copy of the tokenizer after acceleration (tokens added, flags changed,
     normalizer, pre-tokenizer, post-processor replaced or changed in place), through the
     accelerated object and through the plain tokenizer sharing its state: every text of the
@@ -519,9 +519,10 @@ def _changes(step: _Step, run: _Run) -> None:
             for text in texts:
                 expected, actual = answer_of(original.encode, text), answer_of(accelerated.encode, text)
                 if actual != expected:
-                    step.announce(f"after {change.name}: {text!r}: HF {str(expected)[:80]}, accelerated {str(actual)[:80]}")
-                    step.done("mismatch", f"after {change.name}, {text!r} differs from HF's ids", counterexample=text, logs=logs)
-                    return
+                    run.announce(f"after {change.name}: {text!r}: HF {str(expected)[:80]}, accelerated {str(actual)[:80]}")
+                    return _result(
+                        "mismatch", f"after {change.name}, {text!r} differs from HF's ids", counterexample=text, logs=logs
+                    )
             answered += _fast_texts(accelerated) - before
             del accelerated, original
             _release_memory()
@@ -529,7 +530,7 @@ def _changes(step: _Step, run: _Run) -> None:
     detail = f"{len(CHANGES)} kinds of change seen on the next call; backend answered {answered} texts"
     if turned_off:
         detail += f"; HF serves {turned_off} of them, which the backend cannot (why: --json)"
-    _passed(step, answered, "the texts after any change", detail, logs=logs)
+    return _passed(answered, "the texts after any change", detail, logs=logs)
 
 
 @contextlib.contextmanager
@@ -560,7 +561,7 @@ def _kept_aside() -> Iterator[list[str]]:
                 os.environ[CACHE_DIR_ENV] = previous
 
 
-def _sharing(step: _Step, run: _Run) -> None:
+def _sharing(run: _Run) -> Outcome:
     """What a tokenizer shares beyond ids (`equivalence.sharing`): truncating calls from four
     threads beside guarded texts, the Rust settings and saved tokenizer.json after a sequence of
     calls, the length warning, and result objects after edits and changes; each on a fresh pair
@@ -580,15 +581,14 @@ def _sharing(step: _Step, run: _Run) -> None:
     for name, check in checks.items():
         failure = check(_copy(run.hf), run.accelerate(_copy(run.hf)))
         if failure is not None:
-            step.announce(f"{name}: {failure}")
-            step.done("mismatch", f"{name}: {failure}", counterexample=failure)
-            return
+            run.announce(f"{name}: {failure}")
+            return _result("mismatch", f"{name}: {failure}", counterexample=failure)
         _release_memory()
     hand_over = f"beside texts holding {guarded[2]!r} (guarded)" if printable else "(no guarded code point)"
-    step.done("ok", f"threads truncating every call {hand_over}, Rust settings and saved file, warnings, results: as HF's")
+    return _result("ok", f"threads truncating every call {hand_over}, Rust settings and saved file, warnings, results: as HF's")
 
 
-def _segments(step: _Step, run: _Run) -> None:
+def _segments(run: _Run) -> Outcome:
     """Conversations encoded turn by turn (each request extends the last, as an agent's do)
     through a tokenizer whose segment cache answers every call, against HF."""
     from equivalence.conversations import conversations, guarded_sample, turn_by_turn
@@ -597,8 +597,7 @@ def _segments(step: _Step, run: _Run) -> None:
     cached = run.accelerate(run.hf, probe=False, segment_cache_steps_aside=False)
     cache_stats = cached.tokbackend.stats()["segment_cache"]
     if not cache_stats["enabled"]:
-        step.done("info", f"not used for this model ({cache_stats.get('unsupported')}); every request is encoded whole")
-        return
+        return _result("info", f"not used for this model ({cache_stats.get('unsupported')}); every request is encoded whole")
     base, added = run.hypothesis_settings(), run.added_tokens()
     strategy = conversations(added, guarded_sample(cached.tokbackend.guard.code_points))
     encode_hf, encode_cached = turn_by_turn(run.hf.encode, added), turn_by_turn(cached.encode, added)
@@ -606,22 +605,23 @@ def _segments(step: _Step, run: _Run) -> None:
     cache_stats = cached.tokbackend.stats()["segment_cache"]
     hits, prefix_hits = cache_stats["hits"], cache_stats["prefix_hits"]
     if mismatch is not None:
-        step.announce(mismatch.report())
-        step.done("mismatch", "a conversation differs with the segment cache on", counterexamples=[mismatch.report()])
+        run.announce(mismatch.report())
+        return _result("mismatch", "a conversation differs with the segment cache on", counterexamples=[mismatch.report()])
     elif hits == 0:
-        step.done("mismatch", "no request was answered from the cache: a gate the cache took no part in proves nothing")
+        return _result("mismatch", "no request was answered from the cache: a gate the cache took no part in proves nothing")
     else:
         agree = f"conversations agree turn by turn (up to {base.max_examples} examples)"
-        step.done("ok", f"{agree}; cache hits {hits}, remembered-prefix hits {prefix_hits}", hits=hits, prefix_hits=prefix_hits)
+        return _result(
+            "ok", f"{agree}; cache hits {hits}, remembered-prefix hits {prefix_hits}", hits=hits, prefix_hits=prefix_hits
+        )
 
 
-def _chat(step: _Step, run: _Run) -> None:
+def _chat(run: _Run) -> Outcome:
     """Conversations rendered and encoded by the chat template, as HF's."""
     from equivalence.differential import answer_of
 
     if not getattr(run.hf, "chat_template", None):
-        step.done("info", "not applicable: the tokenizer has no chat template")
-        return
+        return _result("info", "not applicable: the tokenizer has no chat template")
     conversations = [
         [{"role": "user", "content": "Hello 世界 <think>x</think> 🦊"}],
         [
@@ -636,35 +636,33 @@ def _chat(step: _Step, run: _Run) -> None:
             for tokenizer in (run.accelerated, run.hf)
         )
         if ours != theirs:
-            step.done("mismatch", f"chat template ids differ for {messages!r}: ours {str(ours)[:80]}, HF's {str(theirs)[:80]}")
-            return
-    step.done("ok", f"{counted(len(conversations), 'conversation')} render and encode identically")
+            return _result(
+                "mismatch", f"chat template ids differ for {messages!r}: ours {str(ours)[:80]}, HF's {str(theirs)[:80]}"
+            )
+    return _result("ok", f"{counted(len(conversations), 'conversation')} render and encode identically")
 
 
-def _grammar(step: _Step, run: _Run) -> None:
+def _grammar(run: _Run) -> Outcome:
     """xgrammar's view of the accelerated tokenizer and its constrained generations, as HF's."""
     try:
         import xgrammar  # noqa: F401
     except ImportError:
-        step.done("skipped", "xgrammar is not installed (pip install 'tokbackend[verify]'); grammar gate NOT run")
-        return
+        return _result("skipped", "xgrammar is not installed (pip install 'tokbackend[verify]'); grammar gate NOT run")
     from equivalence.grammar import grammar_gate
 
     try:
         result = grammar_gate(run.accelerated, run.hf)
     except Exception as error:
-        step.done("grammar", f"xgrammar cannot use the accelerated tokenizer: {type(error).__name__}: {error}")
-        return
+        return _result("grammar", f"xgrammar cannot use the accelerated tokenizer: {type(error).__name__}: {error}")
     if not result.passed:
-        step.done("grammar", "; ".join(result.differences + result.failures))
-        return
+        return _result("grammar", "; ".join(result.differences + result.failures))
     generations = counted(len(result.generations), "schema-constrained generation")
     alike = counted(len(result.alike), "generation")
     alike = f"; {alike} fail with HF's own tokenizer alike (xgrammar's, not the backend's: --json)" if result.alike else ""
-    step.done("ok", f"TokenizerInfo equals HF's; {generations} as HF's{alike}", alike=result.alike)
+    return _result("ok", f"TokenizerInfo equals HF's; {generations} as HF's{alike}", alike=result.alike)
 
 
-def _speed(step: _Step, run: _Run) -> None:
+def _speed(run: _Run) -> Outcome:
     """The median time of a 32k-token prompt, HF against accelerated (information only)."""
     from equivalence.corpus import prompt_of_tokens
 
@@ -678,7 +676,7 @@ def _speed(step: _Step, run: _Run) -> None:
         times[index % 2].append(time.perf_counter() - started)
     hf_ms, fast_ms = (statistics.median(side) * 1000 for side in times)
     detail = f"32k-token prompt: HF {hf_ms:.1f} ms, accelerated {fast_ms:.2f} ms ({hf_ms / fast_ms:.1f}x)"
-    step.done("info", detail, hf_ms=hf_ms, accelerated_ms=fast_ms)
+    return _result("info", detail, hf_ms=hf_ms, accelerated_ms=fast_ms)
 
 
 def summary_table(report: VerifyReport) -> str:
