@@ -8,6 +8,7 @@ import importlib.util
 import json
 import logging
 import sys
+from pathlib import Path
 from types import MappingProxyType
 
 from tokbackend import __version__
@@ -35,22 +36,18 @@ NEEDED_MODULES = MappingProxyType(
 )
 
 
-def verify_epilog() -> str:
-    """`tokbackend verify --help`'s exit codes: `tokbackend._verify.EXIT_CODES`, wrapped."""
-    import textwrap
-
-    rows = [
-        textwrap.fill(meaning.replace("`", ""), 96, initial_indent=f"  {code}  ", subsequent_indent="     ")
-        for code, meaning in EXIT_CODES.items()
-    ]
-    order = ", ".join(str(code) for code in EXIT_PRECEDENCE)
-    return "exit codes:\n" + "\n".join(rows) + f"\nwhere a run has several outcomes, the first of {order} that applies\n"
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The `tokbackend` parser: `verify`, `guard` and `sglang-gate`."""
+    import textwrap
+
     from tokbackend._routing import backend_choices
 
+    # `verify --help`'s exit codes: `tokbackend._verify.EXIT_CODES`, wrapped
+    rows = [
+        textwrap.fill(text.replace("`", ""), 96, initial_indent=f"  {code}  ", subsequent_indent="     ")
+        for code, text in EXIT_CODES.items()
+    ]
+    order = ", ".join(str(code) for code in EXIT_PRECEDENCE)
     parser = argparse.ArgumentParser(prog="tokbackend", description="Fast, exact tokenizer backends for serving stacks.")
     parser.add_argument("--version", action="version", version=f"tokbackend {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -58,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
         "verify",
         help="prove a backend gives HuggingFace's ids for a model",
         description="Check that BACKEND encodes exactly like HuggingFace for MODEL, before deploying it.",
-        epilog=verify_epilog(),
+        epilog="exit codes:\n" + "\n".join(rows) + f"\nwhere a run has several outcomes, the first of {order} that applies\n",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     verify.add_argument(
@@ -204,11 +201,9 @@ def verify(arguments: argparse.Namespace) -> int:
             )
     except KeyboardInterrupt:
         return 130
-    print()
-    print(summary_table(report))
+    print(f"\n{summary_table(report)}")
     if arguments.json:
-        with open(arguments.json, "w", encoding="utf-8") as handle:
-            json.dump(report.as_json(), handle, indent=2, ensure_ascii=False)
+        Path(arguments.json).write_text(json.dumps(report.as_json(), indent=2, ensure_ascii=False), encoding="utf-8")
     return report.exit_code
 
 
@@ -260,8 +255,6 @@ def _progress_line(text: str) -> None:
 def derive_guard(model: str, backend_name: str, output: str | None, full: bool = False) -> int:
     """`tokbackend guard`: derive and write a guard record per backend
     (`tokbackend._guard.offline`); one progress line."""
-    from pathlib import Path
-
     import tokbackend
     from tokbackend._cache_dir import cache_dir
     from tokbackend._guard.offline import derive_records
@@ -299,8 +292,6 @@ def derive_guard(model: str, backend_name: str, output: str | None, full: bool =
 
 def sglang_gate(arguments: argparse.Namespace) -> int:
     """`tokbackend sglang-gate`: the serving gate (`tokbackend.integrations._sglang_gate`)."""
-    from pathlib import Path
-
     import tokbackend
     from equivalence.corpus import prompt_of_tokens
     from tokbackend.integrations import _sglang_gate as gate
@@ -342,7 +333,9 @@ def sglang_gate(arguments: argparse.Namespace) -> int:
     answered = "; ".join(f"{server}: {counted(count, 'prompt')}" for server, count in report["prompts_answered"].items())
     print(f"result: {verdict[exit_code]} (prompts answered, {answered}; exit {exit_code})")
     if arguments.json:
-        Path(arguments.json).write_text(json.dumps({"exit_code": exit_code, **report}, indent=1, ensure_ascii=False))
+        Path(arguments.json).write_text(
+            json.dumps({"exit_code": exit_code, **report}, indent=1, ensure_ascii=False), encoding="utf-8"
+        )
     return exit_code
 
 
