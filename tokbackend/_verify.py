@@ -1,8 +1,9 @@
 """`verify_model`: the pre-deploy gate behind `tokbackend verify <model>`.
 
 Each step compares the accelerated tokenizer's answers with HF's, exceptions included (HF raising
-is an answer ours must match), and appends a `StepResult` to the report. An error of verify's own
-inside a step is that step's `error` (exit 8: no verdict), never a traceback read as a mismatch.
+is an answer ours must match), and returns its outcome, which `_step` records as a `StepResult`. An
+error of verify's own inside a step is that step's `error` (exit 8: no verdict), never a traceback
+read as a mismatch.
 `EXIT_CODES` is the one table of exit codes, which `--help` and docs/verify.md print.
 """
 
