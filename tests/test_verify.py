@@ -400,6 +400,12 @@ def test_usage_errors_exit_2_and_partial_runs_exit_7(capsys):
     with pytest.raises(SystemExit) as unknown_option:
         cli.main(["verify", "qwen3", "--no-such-option"])
     assert unknown_option.value.code == EXIT_USAGE
+    for bad, why in (("U+ZZZZ", "not code point ranges"), ("U+0100..U+00FF", "not code point ranges"), ("U+D800", "no code")):
+        with pytest.raises(SystemExit) as bad_code_points:  # a usage error naming the value, not a traceback
+            cli.main(["verify", "qwen3", "--only", "scan", "--code-points", bad])
+        assert bad_code_points.value.code == EXIT_USAGE
+        error = capsys.readouterr().err
+        assert error.startswith("usage: tokbackend verify ") and f"argument --code-points: {why}" in error and repr(bad) in error
     assert len({EXIT_OK, EXIT_MISMATCH, EXIT_USAGE, EXIT_GRAMMAR, EXIT_UNAVAILABLE, EXIT_PARTIAL}) == 6
 
 

@@ -116,7 +116,7 @@ def test_a_harness_step_that_raises_exits_8_not_1(planted, monkeypatch, capsys, 
     def broken(step, *arguments):
         raise planted
 
-    monkeypatch.setattr(verify, "_chat_template", broken)
+    monkeypatch.setattr(verify, "_chat", broken)
     report_path = tmp_path / "report.json"
     arguments = ["verify", str(family_dir("llama3", "small")), "--only", "chat", "--no-progress", "--json", str(report_path)]
     exit_code = cli.main(arguments)
@@ -135,7 +135,7 @@ def test_an_interrupt_inside_a_step_is_not_taken_for_an_error(monkeypatch):
     def interrupted(step, *arguments):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(verify, "_chat_template", interrupted)
+    monkeypatch.setattr(verify, "_chat", interrupted)
     assert cli.main(["verify", str(family_dir("llama3", "small")), "--only", "chat", "--no-progress"]) == 130
 
 

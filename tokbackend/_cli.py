@@ -8,6 +8,7 @@ import importlib.util
 import json
 import logging
 import sys
+from pathlib import Path
 from types import MappingProxyType
 
 from tokbackend import __version__
@@ -15,7 +16,10 @@ from tokbackend._guard.records import BAKED_RECORDS_ENV
 from tokbackend._options import DEFAULT_BACKEND
 from tokbackend._verify import (
     EXIT_CODES,
+    EXIT_GRAMMAR,
+    EXIT_MISMATCH,
     EXIT_MISSING_TOOLS,
+    EXIT_OK,
     EXIT_PRECEDENCE,
     EXIT_UNAVAILABLE,
     STEPS,
@@ -32,22 +36,18 @@ NEEDED_MODULES = MappingProxyType(
 )
 
 
-def verify_epilog() -> str:
-    """`tokbackend verify --help`'s exit codes: `tokbackend._verify.EXIT_CODES`, wrapped."""
-    import textwrap
-
-    rows = [
-        textwrap.fill(meaning.replace("`", ""), 96, initial_indent=f"  {code}  ", subsequent_indent="     ")
-        for code, meaning in EXIT_CODES.items()
-    ]
-    order = ", ".join(str(code) for code in EXIT_PRECEDENCE)
-    return "exit codes:\n" + "\n".join(rows) + f"\nwhere a run has several outcomes, the first of {order} that applies\n"
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The `tokbackend` parser: `verify`, `guard` and `sglang-gate`."""
+    import textwrap
+
     from tokbackend._routing import backend_choices
 
+    # `verify --help`'s exit codes: `tokbackend._verify.EXIT_CODES`, wrapped
+    rows = [
+        textwrap.fill(text.replace("`", ""), 96, initial_indent=f"  {code}  ", subsequent_indent="     ")
+        for code, text in EXIT_CODES.items()
+    ]
+    order = ", ".join(str(code) for code in EXIT_PRECEDENCE)
     parser = argparse.ArgumentParser(prog="tokbackend", description="Fast, exact tokenizer backends for serving stacks.")
     parser.add_argument("--version", action="version", version=f"tokbackend {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -55,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
         "verify",
         help="prove a backend gives HuggingFace's ids for a model",
         description="Check that BACKEND encodes exactly like HuggingFace for MODEL, before deploying it.",
-        epilog=verify_epilog(),
+        epilog="exit codes:\n" + "\n".join(rows) + f"\nwhere a run has several outcomes, the first of {order} that applies\n",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     verify.add_argument(
@@ -96,6 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument(
         "--code-points",
         metavar="RANGES",
+        type=parse_code_points,
         help="scan only these code points, e.g. U+0900..U+097F,U+323B0 (default: every code point)",
     )
     guard = commands.add_parser(
@@ -195,17 +196,15 @@ def verify(arguments: argparse.Namespace) -> int:
                 seed=arguments.seed,
                 quick=arguments.quick,
                 progress=not arguments.no_progress and sys.stderr.isatty(),
-                code_points=parse_code_points(arguments.code_points) if arguments.code_points else None,
+                code_points=arguments.code_points,
                 only=arguments.only,
             )
     except KeyboardInterrupt:
         return 130
-    print()
-    print(summary_table(report))
+    print(f"\n{summary_table(report)}")
     if arguments.json:
-        with open(arguments.json, "w", encoding="utf-8") as handle:
-            json.dump(report.as_json(), handle, indent=2, ensure_ascii=False)
-    return report.exit_code if report.steps else EXIT_UNAVAILABLE
+        Path(arguments.json).write_text(json.dumps(report.as_json(), indent=2, ensure_ascii=False), encoding="utf-8")
+    return report.exit_code
 
 
 def subcommand_parser(parser: argparse.ArgumentParser, command: str) -> argparse.ArgumentParser:
@@ -226,31 +225,36 @@ def parse_steps(text: str) -> set[str]:
 
 
 def parse_code_points(text: str) -> list[int]:
-    """'U+0900..U+097F,U+323B0' -> the code points (surrogates left out)."""
+    """'U+0900..U+097F,U+323B0' -> the code points (surrogates left out); anything else, or no code
+    point, is a usage error of `verify` (exit 2, its usage line) that names the value."""
     code_points: set[int] = set()
-    for part in filter(None, (piece.strip() for piece in text.split(","))):
-        first, _, last = part.partition("..")
-        start = int(first.upper().removeprefix("U+"), 16)
-        end = int(last.upper().removeprefix("U+"), 16) if last else start
-        code_points.update(code_point for code_point in range(start, end + 1) if not 0xD800 <= code_point <= 0xDFFF)
+    try:
+        for part in filter(None, (piece.strip() for piece in text.split(","))):
+            first, _, last = part.partition("..")
+            start = int(first.upper().removeprefix("U+"), 16)
+            end = int(last.upper().removeprefix("U+"), 16) if last else start
+            if not 0 <= start <= end <= 0x10FFFF:
+                raise ValueError(part)
+            code_points.update(code_point for code_point in range(start, end + 1) if not 0xD800 <= code_point <= 0xDFFF)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not code point ranges: {text!r} (e.g. U+0900..U+097F,U+323B0)") from None
+    if not code_points:
+        raise argparse.ArgumentTypeError(f"no code point to scan in {text!r} (e.g. U+0900..U+097F,U+323B0)")
     return sorted(code_points)
 
 
 def _progress_line(text: str) -> None:
     """One line of progress on stderr: on a terminal rewritten in place ("" clears it); into a
     file or a pipe, where a carriage return only garbles the log, a line of its own ("": none)."""
-    if not sys.stderr.isatty():
-        if text:
-            print(text, file=sys.stderr, flush=True)
-        return
-    print(f"\r{text[:100].ljust(100)}\r" if text else "\r" + " " * 100 + "\r", end="", file=sys.stderr, flush=True)
+    if sys.stderr.isatty():
+        print(f"\r{text[:100].ljust(100)}\r", end="", file=sys.stderr, flush=True)
+    elif text:
+        print(text, file=sys.stderr, flush=True)
 
 
 def derive_guard(model: str, backend_name: str, output: str | None, full: bool = False) -> int:
     """`tokbackend guard`: derive and write a guard record per backend
     (`tokbackend._guard.offline`); one progress line."""
-    from pathlib import Path
-
     import tokbackend
     from tokbackend._cache_dir import cache_dir
     from tokbackend._guard.offline import derive_records
@@ -288,8 +292,6 @@ def derive_guard(model: str, backend_name: str, output: str | None, full: bool =
 
 def sglang_gate(arguments: argparse.Namespace) -> int:
     """`tokbackend sglang-gate`: the serving gate (`tokbackend.integrations._sglang_gate`)."""
-    from pathlib import Path
-
     import tokbackend
     from equivalence.corpus import prompt_of_tokens
     from tokbackend.integrations import _sglang_gate as gate
@@ -323,15 +325,17 @@ def sglang_gate(arguments: argparse.Namespace) -> int:
             median = sorted(seconds)[len(seconds) // 2]
             print(f"{server}: time to first token of {len(seconds)} distinct long prompts: median {median * 1e3:.1f} ms")
     verdict = {
-        0: "identical: the flag changes no answer",
-        1: "DIFFERENT: do not deploy",
-        3: "a JSON-schema answer does not conform",
-        6: "a server cannot serve",
+        EXIT_OK: "identical: the flag changes no answer",
+        EXIT_MISMATCH: "DIFFERENT: do not deploy",
+        EXIT_GRAMMAR: "a JSON-schema answer does not conform",
+        EXIT_UNAVAILABLE: "a server cannot serve",
     }
     answered = "; ".join(f"{server}: {counted(count, 'prompt')}" for server, count in report["prompts_answered"].items())
     print(f"result: {verdict[exit_code]} (prompts answered, {answered}; exit {exit_code})")
     if arguments.json:
-        Path(arguments.json).write_text(json.dumps({"exit_code": exit_code, **report}, indent=1, ensure_ascii=False))
+        Path(arguments.json).write_text(
+            json.dumps({"exit_code": exit_code, **report}, indent=1, ensure_ascii=False), encoding="utf-8"
+        )
     return exit_code
 
 

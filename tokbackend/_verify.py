@@ -1,8 +1,9 @@
 """`verify_model`: the pre-deploy gate behind `tokbackend verify <model>`.
 
 Each step compares the accelerated tokenizer's answers with HF's, exceptions included (HF raising
-is an answer ours must match), and appends a `StepResult` to the report. An error of verify's own
-inside a step is that step's `error` (exit 8: no verdict), never a traceback read as a mismatch.
+is an answer ours must match), and returns its outcome, which `_step` records as a `StepResult`. An
+error of verify's own inside a step is that step's `error` (exit 8: no verdict), never a traceback
+read as a mismatch.
 `EXIT_CODES` is the one table of exit codes, which `--help` and docs/verify.md print.
 """
 
@@ -19,6 +20,7 @@ import statistics
 import tempfile
 import time
 import traceback
+import typing
 from collections.abc import Callable, Iterator, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -70,7 +72,8 @@ STATUS_EXIT = MappingProxyType(
         "error": EXIT_HARNESS,
     }
 )
-# The steps after load and boot probe: the names `only` (and `--only`) take, and their titles.
+# The steps after load and boot probe: the names `only` (and `--only`) take, and their titles;
+# step KEY runs the function `_KEY` below.
 STEP_TITLES = MappingProxyType(
     {
         "scan": "code-point scan",
@@ -119,16 +122,6 @@ class VerifyReport:
             codes.add(EXIT_PARTIAL)
         return next((code for code in EXIT_PRECEDENCE if code in codes), EXIT_OK)
 
-    def served_by(self) -> str:
-        """'auto -> fastokens 0.3.5' (or just the backend when it was named)."""
-        names = [
-            f"{entry['backend']} ({', '.join(f'{library} {value}' for library, value in entry['versions'].items())})"
-            for entry in self.checked
-        ]
-        if not names:
-            return self.backend
-        return f"{self.backend} -> {', '.join(names)}" if self.backend != self.checked[0]["backend"] else names[0]
-
     def as_json(self) -> dict[str, Any]:
         """The report as written by `--json`: enough to compare two runs or attach to a deploy.
         `certified` (what a deploy may serve) is there only where the run exits 0."""
@@ -175,49 +168,40 @@ def _first_line(error: BaseException) -> str:
     return f"{type(error).__name__}: {lines[0]}" if lines else type(error).__name__
 
 
-class _Step:
-    """Times one step and appends its result to the report. An error that escapes the step is
-    its result: status "error" (exit 8) with the error's first line, the traceback in its data."""
+# A step's status, detail and data (`StepResult`'s, less its name and time).
+Outcome = tuple[str, str, dict[str, Any]]
 
-    def __init__(self, report: VerifyReport, name: str, announce: Announce) -> None:
-        self.report, self.name, self.announce = report, name, announce
-        self.finished = False
 
-    def __enter__(self) -> _Step:
-        self.started = time.perf_counter()
-        self.announce(f"== {self.name}")
-        return self
+def _result(status: str, detail: str, **data: Any) -> Outcome:
+    return status, detail, data
 
-    def done(self, status: str, detail: str, **data: Any) -> VerifyReport:
-        """Record the step's result (and return the report, for a step that ends the run)."""
-        result = StepResult(self.name, status, detail, round(time.perf_counter() - self.started, 2), data)
-        if self.finished:  # an error after the step's result: the error stands instead
-            self.report.steps.pop()
-        self.report.steps.append(result)
-        self.finished = True
-        self.announce(f"   {status}: {detail}")
-        return self.report
 
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, trace: Any) -> bool:
-        if error is None or not is_error(error):
-            return False
-        self.done(
-            "error",
-            f"stopped on {_first_line(error)} before it could compare answers (no verdict on this step; the traceback "
-            "is in --json)",
-            traceback="".join(traceback.format_exception(kind, error, trace)),
-        )
-        return True
+def _step(report: VerifyReport, name: str, announce: Announce, body: Callable[[], Outcome]) -> str:
+    """Time one step, append its result to the report and return its status. An error that
+    escapes the step is its result: status "error" (exit 8) with the error's first line, the
+    traceback in its data."""
+    started = time.perf_counter()
+    announce(f"== {name}")
+    try:
+        status, detail, data = body()
+    except BaseException as error:
+        if not is_error(error):
+            raise
+        status, data = "error", {"traceback": traceback.format_exc()}
+        detail = f"stopped on {_first_line(error)} before it could compare answers (no verdict on this step; the traceback "
+        detail += "is in --json)"
+    report.steps.append(StepResult(name, status, detail, round(time.perf_counter() - started, 2), data))
+    announce(f"   {status}: {detail}")
+    return status
 
 
 @dataclasses.dataclass
 class _Run:
-    """What the steps after the boot probe read: the two tokenizers they compare (the lane on its
-    own: no probe, no segment cache), the lane, and verify's options."""
+    """What the steps read: verify's options, then what load makes: the two tokenizers the steps
+    compare (the lane on its own: no probe, no segment cache) and the lane."""
 
-    hf: Tokenizer
-    accelerated: Tokenizer
-    lane: Lane
+    model: str
+    backend: str
     guard_config: GuardSettings
     profile: str
     examples: int | None
@@ -225,6 +209,10 @@ class _Run:
     quick: bool
     progress: bool
     code_points: list[int] | None
+    announce: Announce
+    hf: Tokenizer = dataclasses.field(init=False)
+    accelerated: Tokenizer = dataclasses.field(init=False)
+    lane: Lane = dataclasses.field(init=False)
 
     def accelerate(self, tokenizer: Tokenizer, **options: Any) -> Tokenizer:
         """Another accelerated tokenizer on the verified lane, with verify's guard settings."""
@@ -261,13 +249,12 @@ def _fast_texts(tokenizer: Tokenizer) -> int:
     return int(tokenizer.tokbackend.stats()["fast_texts"])
 
 
-def _passed(step: _Step, answered: int, inputs: str, detail: str, **data: Any) -> None:
+def _passed(answered: int, inputs: str, detail: str, **data: Any) -> Outcome:
     """The step passes with `detail`, unless the fast path answered none of its `inputs`: a gate
     the backend took no part in proves nothing."""
     if answered == 0:
-        step.done("mismatch", f"the fast path answered none of {inputs}: this step proves nothing", **data)
-    else:
-        step.done("ok", detail, **data)
+        return _result("mismatch", f"the fast path answered none of {inputs}: this step proves nothing", **data)
+    return _result("ok", detail, **data)
 
 
 def verify_model(
@@ -292,90 +279,88 @@ def verify_model(
         reported as skipped.
     guard_settings: the `GuardSettings` of every build verify makes (default: accelerate()'s).
     """
-    import tokbackend
-    from tokbackend._build import FastPathError
-    from tokbackend._guard import GuardSettings, GuardUnavailableError
-    from tokbackend._loading import ModelFilesError
-    from tokbackend._probe import run_probe
-    from tokbackend._tokenizer import reference_of
-    from tokbackend.backends import BackendUnavailableError
+    from tokbackend._guard import GuardSettings
     from tokbackend.integrations._common import backend_for_flag
 
     backend = backend_for_flag(backend) or backend
     guard_config = guard_settings if guard_settings is not None else GuardSettings()
+    run = _Run(model, backend, guard_config, profile, examples, seed, quick, progress, code_points, announce)
     report = VerifyReport(model, backend, [])
-    with _Step(report, "load", announce) as step:
-        try:
-            hf = tokbackend.load_hf(model)
-        except tokbackend.ModelNotFoundError as error:
-            return step.done("not_found", error.cli_message)
-        except ModelFilesError as error:
-            return step.done("unloadable", str(error).removeprefix("tokbackend: "))
-        except Exception as error:  # noqa: BLE001 - whatever HF raises is why it cannot load the model
-            return step.done("unloadable", f"HuggingFace cannot load {model!r}: {_first_line(error)}")
-        try:
-            # The backend a deployment gets (for "auto": the one it chooses, probe included; a
-            # named one that fails the probe is verified all the same: the probe step says so) ...
-            deployed = tokbackend.accelerate(hf, backend=backend, guard=guard_config)
-            if deployed.tokbackend.routing is None:
-                why = deployed.tokbackend.disabled_reason
-                return step.done("unavailable", f"backend {backend!r} cannot serve {model}: {why}")
-            lane = deployed.tokbackend.routing.lane
-            # ... then verified on its own: with no probe as a safety net every step sees the
-            # backend's own answers (through the Unicode guard, as deployed), and with the segment
-            # cache off every text reaches the backend (the cache has its own step).
-            accelerated = tokbackend.accelerate(hf, backend=lane.name, probe=False, segment_cache_mib=None, guard=guard_config)
-        except BaseException as error:
-            if not is_error(error):
-                raise
-            if isinstance(error, (BackendUnavailableError, GuardUnavailableError, FastPathError)):
-                return step.done("unavailable", str(error).removeprefix("tokbackend: "))
-            return step.done("unavailable", f"backend {backend!r} cannot serve {model}: {_first_line(error)}")
-        guard = accelerated.tokbackend.guard
-        report.checked = [_checked(lane)]
-        chose = "" if lane.name == backend else f" (auto chose {lane.name}: {deployed.tokbackend.routing.reason})"
-        loaded = f"{type(hf).__name__}, {counted(len(hf), 'token')}, backend {lane.name!r} loaded{chose}"
-        step.done(
-            "ok",
-            f"{loaded}; Unicode guard: {guard.describe()}",
-            guard=guard.by_class(),
-            guard_code_points=len(guard.code_points),
-            guard_record=guard.record.get("path"),
-        )
-    if report.steps[-1].status != "ok":  # an error of verify's own while loading: nothing to verify
-        return report
-
-    with _Step(report, "boot probe", announce) as step:
-        result = run_probe(accelerated.tokbackend.backend, reference_of(accelerated), guard)
-        if (mismatch := result.mismatch) is None:
-            step.done("ok", f"{counted(result.strings, 'edge string')} agree ({result.seconds * 1000:.1f} ms)")
-        else:
-            detail = f"{mismatch.text!r}: backend {mismatch.backend_ids[:12]} vs HF {mismatch.hf_ids[:12]}"
-            step.done("mismatch", f"edge string differs at index {mismatch.first_difference}: {detail}")
-
-    run = _Run(hf, accelerated, lane, guard_config, profile, examples, seed, quick, progress, code_points)
-    # read on each call, so that a test may replace a step's function
-    runners: dict[str, Callable[[_Step, _Run], None]] = {
-        "scan": _code_point_scan,
-        "properties": _properties,
-        "arguments": _arguments,
-        "changes": _changes,
-        "sharing": _sharing,
-        "segments": _segments,
-        "chat": _chat_template,
-        "grammar": _grammar,
-        "speed": _speed,
-    }
+    if _step(report, "load", announce, lambda: _load(run, report)) != "ok":
+        return report  # nothing to verify
+    _step(report, "boot probe", announce, lambda: _probe(run))
     for key, title in STEP_TITLES.items():
         if quick and key in QUICK_SKIPS:
             report.steps.append(StepResult(title, "skipped", QUICK_DETAIL, 0.0))
         elif only is not None and key not in only:
             report.steps.append(StepResult(title, "skipped", "not in --only", 0.0))
-        else:
-            with _Step(report, title, announce) as step:
-                runners[key](step, run)
+        else:  # looked up on each run, so that a test may replace a step
+            _step(report, title, announce, lambda: globals()[f"_{key}"](run))  # noqa: B023 - called at once
             _release_memory()
     return report
+
+
+def _load(run: _Run, report: VerifyReport) -> Outcome:
+    """HF's tokenizer, then the backend a deployment gets and the lane it serves on its own (into
+    `run`); what was checked (into `report`)."""
+    import tokbackend
+    from tokbackend._build import FastPathError
+    from tokbackend._guard import GuardUnavailableError, guard_versions
+    from tokbackend._loading import ModelFilesError
+    from tokbackend.backends import BackendUnavailableError, backend_class
+
+    model, backend = run.model, run.backend
+    try:
+        hf = run.hf = tokbackend.load_hf(model)
+    except tokbackend.ModelNotFoundError as error:
+        return _result("not_found", error.cli_message)
+    except ModelFilesError as error:
+        return _result("unloadable", str(error).removeprefix("tokbackend: "))
+    except Exception as error:  # noqa: BLE001 - whatever HF raises is why it cannot load the model
+        return _result("unloadable", f"HuggingFace cannot load {model!r}: {_first_line(error)}")
+    try:
+        # The backend a deployment gets (for "auto": the one it chooses, probe included; a
+        # named one that fails the probe is verified all the same: the probe step says so) ...
+        deployed = tokbackend.accelerate(hf, backend=backend, guard=run.guard_config)
+        if deployed.tokbackend.routing is None:
+            return _result("unavailable", f"backend {backend!r} cannot serve {model}: {deployed.tokbackend.disabled_reason}")
+        lane = run.lane = deployed.tokbackend.routing.lane
+        # ... then verified on its own: with no probe as a safety net every step sees the
+        # backend's own answers (through the Unicode guard, as deployed), and with the segment
+        # cache off every text reaches the backend (the cache has its own step).
+        run.accelerated = run.accelerate(hf, probe=False, segment_cache_mib=None)
+    except BaseException as error:
+        if not is_error(error):
+            raise
+        if isinstance(error, (BackendUnavailableError, GuardUnavailableError, FastPathError)):
+            return _result("unavailable", str(error).removeprefix("tokbackend: "))
+        return _result("unavailable", f"backend {backend!r} cannot serve {model}: {_first_line(error)}")
+    guard = run.accelerated.tokbackend.guard
+    # what was checked: the backend, its libraries' versions, its guard record
+    versions = guard_versions(tuple(backend_class(lane.name).versioned_libraries))
+    report.checked = [{"backend": lane.name, "versions": versions, "guard": lane.guard.source()}]
+    chose = "" if lane.name == backend else f" (auto chose {lane.name}: {deployed.tokbackend.routing.reason})"
+    loaded = f"{type(hf).__name__}, {counted(len(hf), 'token')}, backend {lane.name!r} loaded{chose}"
+    return _result(
+        "ok",
+        f"{loaded}; Unicode guard: {guard.describe()}",
+        guard=guard.by_class(),
+        guard_code_points=len(guard.code_points),
+        guard_record=guard.record.get("path"),
+    )
+
+
+def _probe(run: _Run) -> Outcome:
+    """The boot probe's edge strings, the lane's backend against HF."""
+    from tokbackend._probe import run_probe
+    from tokbackend._tokenizer import AcceleratedTokenizerMixin, reference_of
+
+    accelerated = typing.cast(AcceleratedTokenizerMixin, run.accelerated)
+    result = run_probe(run.accelerated.tokbackend.backend, reference_of(accelerated), run.accelerated.tokbackend.guard)
+    if (mismatch := result.mismatch) is None:
+        return _result("ok", f"{counted(result.strings, 'edge string')} agree ({result.seconds * 1000:.1f} ms)")
+    detail = f"{mismatch.text!r}: backend {mismatch.backend_ids[:12]} vs HF {mismatch.hf_ids[:12]}"
+    return _result("mismatch", f"edge string differs at index {mismatch.first_difference}: {detail}")
 
 
 def _release_memory() -> None:
@@ -390,15 +375,6 @@ def _release_memory() -> None:
     release_freed_memory()
 
 
-def _checked(lane: Lane) -> dict[str, Any]:
-    """What a lane is, for the report: the backend, its libraries' versions, its guard record."""
-    from tokbackend._guard import guard_versions
-    from tokbackend.backends import backend_class
-
-    versions = guard_versions(tuple(backend_class(lane.name).versioned_libraries))
-    return {"backend": lane.name, "versions": versions, "guard": lane.guard.source()}
-
-
 def _copy(tokenizer: Tokenizer) -> Tokenizer:
     """A deep copy sharing the vocabulary and merges transformers keeps from loading, which no
     step changes (copying them takes seconds)."""
@@ -406,7 +382,7 @@ def _copy(tokenizer: Tokenizer) -> Tokenizer:
     return copy.deepcopy(tokenizer, kept)
 
 
-def _code_point_scan(step: _Step, run: _Run) -> None:
+def _scan(run: _Run) -> Outcome:
     """Every code point in every context derived from the model's split regex and normalizer, the
     raw backend and the accelerated tokenizer against HF."""
     from tokbackend._guard.contexts import derive_contexts
@@ -438,15 +414,15 @@ def _code_point_scan(step: _Step, run: _Run) -> None:
         template, code_point = example
         text = template.format(chr(code_point))
         expected, actual = hf_batch([text])[0], accelerated_batch([text])[0]
-        step.announce(
+        run.announce(
             f"counterexample: {text!r} (U+{code_point:04X} in context {template!r}): HF {expected}, accelerated {actual}"
         )
-        step.done("mismatch", detail, counterexample=text, **data)
+        return _result("mismatch", detail, counterexample=text, **data)
     else:
-        _passed(step, answered, "the scan's texts", detail, **data)
+        return _passed(answered, "the scan's texts", detail, **data)
 
 
-def _properties(step: _Step, run: _Run) -> None:
+def _properties(run: _Run) -> Outcome:
     """Each input class of `equivalence.strategies`, ids in list and array form, against HF."""
     from hypothesis import Phase, settings
 
@@ -471,17 +447,16 @@ def _properties(step: _Step, run: _Run) -> None:
             mismatch = find_mismatch(run.hf.encode, encode, strategy(), name, class_settings, run.seed or None)
             if mismatch is not None:
                 mismatches.append(mismatch.report())
-                step.announce(mismatch.report())
+                run.announce(mismatch.report())
             bar.update()
     answered = _fast_texts(run.accelerated) - before
     if mismatches:
-        step.done("mismatch", f"{len(mismatches)} of {len(classes)} input classes disagree", counterexamples=mismatches)
-        return
+        return _result("mismatch", f"{len(mismatches)} of {len(classes)} input classes disagree", counterexamples=mismatches)
     agree = f"{len(classes)} input classes agree (up to {base.max_examples} examples each, profile {run.profile!r})"
-    _passed(step, answered, "the examples", f"{agree}; backend answered {answered} texts", backend_answered=answered)
+    return _passed(answered, "the examples", f"{agree}; backend answered {answered} texts", backend_answered=answered)
 
 
-def _arguments(step: _Step, run: _Run) -> None:
+def _arguments(run: _Run) -> Outcome:
     """Calls with keyword arguments drawn from the values HF's own checks distinguish: the same
     result or the same exception class as HF; and the result objects' surface (Encodings,
     mappings, pickling) on plain calls equal to HF's."""
@@ -505,26 +480,24 @@ def _arguments(step: _Step, run: _Run) -> None:
         run.seed or None,
     )
     if mismatch is not None:
-        step.announce(mismatch.report())
-        step.done("mismatch", f"a call differs from HF's: {mismatch.text!r}", counterexamples=[mismatch.report()])
-        return
+        run.announce(mismatch.report())
+        return _result("mismatch", f"a call differs from HF's: {mismatch.text!r}", counterexamples=[mismatch.report()])
     texts = ["Hello, world!", "x <|im_end|> y " + "\u4e2d\u6587 " * 5, ""]
     plain_calls = {"one text": texts[0], "a batch": texts, "an empty text": texts[2]}
     for name, text in plain_calls.items():
         ours, theirs = surface(accelerated(text)), surface(hf(text))
         if ours != theirs:
             differing = sorted(key for key in theirs if ours.get(key) != theirs[key])
-            step.done("mismatch", f"the result of {name} differs from HF's in {', '.join(differing[:6])}")
-            return
+            return _result("mismatch", f"the result of {name} differs from HF's in {', '.join(differing[:6])}")
     answered = _fast_texts(accelerated) - before
     detail = (
         f"calls with valid and invalid arguments agree (up to {base.max_examples} examples: ids or exception class); "
         f"result objects equal HF's on {len(plain_calls)} calls; backend answered {answered} texts"
     )
-    _passed(step, answered, "the calls", detail, backend_answered=answered)
+    return _passed(answered, "the calls", detail, backend_answered=answered)
 
 
-def _changes(step: _Step, run: _Run) -> None:
+def _changes(run: _Run) -> Outcome:
     """Each change to a copy of the tokenizer after acceleration (tokens added, flags changed,
     normalizer, pre-tokenizer, post-processor replaced or changed in place), through the
     accelerated object and through the plain tokenizer sharing its state: every text of the
@@ -537,7 +510,7 @@ def _changes(step: _Step, run: _Run) -> None:
     # These rebuilds are verify's own: what they log (a backend that cannot serve one, a guard
     # derived for one) goes into the result, not to the console, and their guard records into a
     # scratch directory, not the user's cache.
-    with _logs_kept() as logs, _scratch_cache():
+    with _kept_aside() as logs:
         for index, change in enumerate(CHANGES):
             accelerated = _copy(template)
             original = accelerated._tokbackend_plain_copy()  # the HF object, sharing its Rust tokenizer
@@ -547,9 +520,10 @@ def _changes(step: _Step, run: _Run) -> None:
             for text in texts:
                 expected, actual = answer_of(original.encode, text), answer_of(accelerated.encode, text)
                 if actual != expected:
-                    step.announce(f"after {change.name}: {text!r}: HF {str(expected)[:80]}, accelerated {str(actual)[:80]}")
-                    step.done("mismatch", f"after {change.name}, {text!r} differs from HF's ids", counterexample=text, logs=logs)
-                    return
+                    run.announce(f"after {change.name}: {text!r}: HF {str(expected)[:80]}, accelerated {str(actual)[:80]}")
+                    return _result(
+                        "mismatch", f"after {change.name}, {text!r} differs from HF's ids", counterexample=text, logs=logs
+                    )
             answered += _fast_texts(accelerated) - before
             del accelerated, original
             _release_memory()
@@ -557,12 +531,15 @@ def _changes(step: _Step, run: _Run) -> None:
     detail = f"{len(CHANGES)} kinds of change seen on the next call; backend answered {answered} texts"
     if turned_off:
         detail += f"; HF serves {turned_off} of them, which the backend cannot (why: --json)"
-    _passed(step, answered, "the texts after any change", detail, logs=logs)
+    return _passed(answered, "the texts after any change", detail, logs=logs)
 
 
 @contextlib.contextmanager
-def _logs_kept() -> Iterator[list[str]]:
-    """The list of tokbackend's log lines meanwhile ('LEVEL message'), which reach no handler."""
+def _kept_aside() -> Iterator[list[str]]:
+    """Meanwhile, tokbackend's log lines ('LEVEL message') kept in the list yielded, reaching no
+    handler, and its cache directory (guard records, their locks) in a temporary directory."""
+    from tokbackend._cache_dir import CACHE_DIR_ENV
+
     logger = logging.getLogger("tokbackend")
     lines: list[str] = []
 
@@ -570,34 +547,22 @@ def _logs_kept() -> Iterator[list[str]]:
         def emit(self, record: logging.LogRecord) -> None:
             lines.append(f"{record.levelname} {record.getMessage()}")
 
-    handler, propagate = Keep(), logger.propagate
-    logger.addHandler(handler)
-    logger.propagate = False
-    try:
-        yield lines
-    finally:
-        logger.removeHandler(handler)
-        logger.propagate = propagate
-
-
-@contextlib.contextmanager
-def _scratch_cache() -> Iterator[None]:
-    """tokbackend's cache directory (guard records, their locks) in a temporary directory meanwhile."""
-    from tokbackend._cache_dir import CACHE_DIR_ENV
-
-    previous = os.environ.get(CACHE_DIR_ENV)
     with tempfile.TemporaryDirectory(prefix="tokbackend-verify-") as scratch:
-        os.environ[CACHE_DIR_ENV] = scratch
+        handler, propagate, previous = Keep(), logger.propagate, os.environ.get(CACHE_DIR_ENV)
+        logger.addHandler(handler)
+        logger.propagate, os.environ[CACHE_DIR_ENV] = False, scratch
         try:
-            yield
+            yield lines
         finally:
+            logger.removeHandler(handler)
+            logger.propagate = propagate
             if previous is None:
                 del os.environ[CACHE_DIR_ENV]
             else:
                 os.environ[CACHE_DIR_ENV] = previous
 
 
-def _sharing(step: _Step, run: _Run) -> None:
+def _sharing(run: _Run) -> Outcome:
     """What a tokenizer shares beyond ids (`equivalence.sharing`): truncating calls from four
     threads beside guarded texts, the Rust settings and saved tokenizer.json after a sequence of
     calls, the length warning, and result objects after edits and changes; each on a fresh pair
@@ -617,15 +582,14 @@ def _sharing(step: _Step, run: _Run) -> None:
     for name, check in checks.items():
         failure = check(_copy(run.hf), run.accelerate(_copy(run.hf)))
         if failure is not None:
-            step.announce(f"{name}: {failure}")
-            step.done("mismatch", f"{name}: {failure}", counterexample=failure)
-            return
+            run.announce(f"{name}: {failure}")
+            return _result("mismatch", f"{name}: {failure}", counterexample=failure)
         _release_memory()
     hand_over = f"beside texts holding {guarded[2]!r} (guarded)" if printable else "(no guarded code point)"
-    step.done("ok", f"threads truncating every call {hand_over}, Rust settings and saved file, warnings, results: as HF's")
+    return _result("ok", f"threads truncating every call {hand_over}, Rust settings and saved file, warnings, results: as HF's")
 
 
-def _segments(step: _Step, run: _Run) -> None:
+def _segments(run: _Run) -> Outcome:
     """Conversations encoded turn by turn (each request extends the last, as an agent's do)
     through a tokenizer whose segment cache answers every call, against HF."""
     from equivalence.conversations import conversations, guarded_sample, turn_by_turn
@@ -634,8 +598,7 @@ def _segments(step: _Step, run: _Run) -> None:
     cached = run.accelerate(run.hf, probe=False, segment_cache_steps_aside=False)
     cache_stats = cached.tokbackend.stats()["segment_cache"]
     if not cache_stats["enabled"]:
-        step.done("info", f"not used for this model ({cache_stats.get('unsupported')}); every request is encoded whole")
-        return
+        return _result("info", f"not used for this model ({cache_stats.get('unsupported')}); every request is encoded whole")
     base, added = run.hypothesis_settings(), run.added_tokens()
     strategy = conversations(added, guarded_sample(cached.tokbackend.guard.code_points))
     encode_hf, encode_cached = turn_by_turn(run.hf.encode, added), turn_by_turn(cached.encode, added)
@@ -643,22 +606,23 @@ def _segments(step: _Step, run: _Run) -> None:
     cache_stats = cached.tokbackend.stats()["segment_cache"]
     hits, prefix_hits = cache_stats["hits"], cache_stats["prefix_hits"]
     if mismatch is not None:
-        step.announce(mismatch.report())
-        step.done("mismatch", "a conversation differs with the segment cache on", counterexamples=[mismatch.report()])
+        run.announce(mismatch.report())
+        return _result("mismatch", "a conversation differs with the segment cache on", counterexamples=[mismatch.report()])
     elif hits == 0:
-        step.done("mismatch", "no request was answered from the cache: a gate the cache took no part in proves nothing")
+        return _result("mismatch", "no request was answered from the cache: a gate the cache took no part in proves nothing")
     else:
         agree = f"conversations agree turn by turn (up to {base.max_examples} examples)"
-        step.done("ok", f"{agree}; cache hits {hits}, remembered-prefix hits {prefix_hits}", hits=hits, prefix_hits=prefix_hits)
+        return _result(
+            "ok", f"{agree}; cache hits {hits}, remembered-prefix hits {prefix_hits}", hits=hits, prefix_hits=prefix_hits
+        )
 
 
-def _chat_template(step: _Step, run: _Run) -> None:
+def _chat(run: _Run) -> Outcome:
     """Conversations rendered and encoded by the chat template, as HF's."""
     from equivalence.differential import answer_of
 
     if not getattr(run.hf, "chat_template", None):
-        step.done("info", "not applicable: the tokenizer has no chat template")
-        return
+        return _result("info", "not applicable: the tokenizer has no chat template")
     conversations = [
         [{"role": "user", "content": "Hello 世界 <think>x</think> 🦊"}],
         [
@@ -673,35 +637,33 @@ def _chat_template(step: _Step, run: _Run) -> None:
             for tokenizer in (run.accelerated, run.hf)
         )
         if ours != theirs:
-            step.done("mismatch", f"chat template ids differ for {messages!r}: ours {str(ours)[:80]}, HF's {str(theirs)[:80]}")
-            return
-    step.done("ok", f"{counted(len(conversations), 'conversation')} render and encode identically")
+            return _result(
+                "mismatch", f"chat template ids differ for {messages!r}: ours {str(ours)[:80]}, HF's {str(theirs)[:80]}"
+            )
+    return _result("ok", f"{counted(len(conversations), 'conversation')} render and encode identically")
 
 
-def _grammar(step: _Step, run: _Run) -> None:
+def _grammar(run: _Run) -> Outcome:
     """xgrammar's view of the accelerated tokenizer and its constrained generations, as HF's."""
     try:
         import xgrammar  # noqa: F401
     except ImportError:
-        step.done("skipped", "xgrammar is not installed (pip install 'tokbackend[verify]'); grammar gate NOT run")
-        return
+        return _result("skipped", "xgrammar is not installed (pip install 'tokbackend[verify]'); grammar gate NOT run")
     from equivalence.grammar import grammar_gate
 
     try:
         result = grammar_gate(run.accelerated, run.hf)
     except Exception as error:
-        step.done("grammar", f"xgrammar cannot use the accelerated tokenizer: {type(error).__name__}: {error}")
-        return
+        return _result("grammar", f"xgrammar cannot use the accelerated tokenizer: {type(error).__name__}: {error}")
     if not result.passed:
-        step.done("grammar", "; ".join(result.differences + result.failures))
-        return
+        return _result("grammar", "; ".join(result.differences + result.failures))
     generations = counted(len(result.generations), "schema-constrained generation")
     alike = counted(len(result.alike), "generation")
     alike = f"; {alike} fail with HF's own tokenizer alike (xgrammar's, not the backend's: --json)" if result.alike else ""
-    step.done("ok", f"TokenizerInfo equals HF's; {generations} as HF's{alike}", alike=result.alike)
+    return _result("ok", f"TokenizerInfo equals HF's; {generations} as HF's{alike}", alike=result.alike)
 
 
-def _speed(step: _Step, run: _Run) -> None:
+def _speed(run: _Run) -> Outcome:
     """The median time of a 32k-token prompt, HF against accelerated (information only)."""
     from equivalence.corpus import prompt_of_tokens
 
@@ -715,7 +677,7 @@ def _speed(step: _Step, run: _Run) -> None:
         times[index % 2].append(time.perf_counter() - started)
     hf_ms, fast_ms = (statistics.median(side) * 1000 for side in times)
     detail = f"32k-token prompt: HF {hf_ms:.1f} ms, accelerated {fast_ms:.2f} ms ({hf_ms / fast_ms:.1f}x)"
-    step.done("info", detail, hf_ms=hf_ms, accelerated_ms=fast_ms)
+    return _result("info", detail, hf_ms=hf_ms, accelerated_ms=fast_ms)
 
 
 def summary_table(report: VerifyReport) -> str:
@@ -726,7 +688,14 @@ def summary_table(report: VerifyReport) -> str:
         lines = step.detail.splitlines() or [""]
         detail = lines[0] if len(lines[0]) <= 110 and len(lines) == 1 else lines[0][:109] + "…"
         rows.append(f"{step.name.ljust(width)}  {step.status.ljust(11)}  {step.seconds:7.2f}  {detail}")
-    rows.append(f"result: {verdict(report)} (model {report.model}, backend {report.served_by()}, exit {report.exit_code})")
+    # 'auto -> fastokens (fastokens 0.3.5)', or what was named alone where it served
+    names = [
+        f"{entry['backend']} ({', '.join(f'{lib} {value}' for lib, value in entry['versions'].items())})"
+        for entry in report.checked
+    ]
+    served = f"{report.backend} -> {', '.join(names)}" if names else report.backend
+    served = names[0] if names and report.backend == report.checked[0]["backend"] else served
+    rows.append(f"result: {verdict(report)} (model {report.model}, backend {served}, exit {report.exit_code})")
     return "\n".join(rows)
 
 

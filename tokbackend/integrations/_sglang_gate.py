@@ -19,7 +19,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-EXIT_OK, EXIT_MISMATCH, EXIT_GRAMMAR, EXIT_UNAVAILABLE = 0, 1, 3, 6
+from tokbackend._verify import EXIT_GRAMMAR, EXIT_MISMATCH, EXIT_OK, EXIT_UNAVAILABLE
+
 # tokbackend's start-up line, one per process that builds a tokenizer (integrations._common)
 STARTUP_LINE = re.compile(r"SGLang (\S+) \(pid (\d+)\) tokenizer for (.+?): backend")
 
@@ -194,10 +195,6 @@ class Server:
             except subprocess.TimeoutExpired:
                 os.killpg(self.process.pid, signal.SIGKILL)
 
-    def startup_lines(self) -> list[str]:
-        """tokbackend's start-up lines in the log of a server started here ([] for one given by URL)."""
-        return [] if self.arguments is None else STARTUP_LINE.findall(self._log())
-
     def _log(self) -> str:
         return self.log_path.read_text(errors="replace")
 
@@ -242,7 +239,11 @@ def run_gate(
         "nonconforming": {
             server: answer["conforms"] for server, found in results.items() for answer in found.values() if answer.get("conforms")
         },
-        "startup_lines": {server.name: server.startup_lines() for server in (reference, candidate)},
+        # tokbackend's start-up lines in the log of a server started here (none for one given by URL)
+        "startup_lines": {
+            server.name: STARTUP_LINE.findall(server._log()) if server.arguments is not None else []
+            for server in (reference, candidate)
+        },
         "prompt_tokens": {name: answer["prompt_tokens"] for name, answer in results[reference.name].items()},
         "first_token_seconds": timings,
         "seconds_to_health": to_health if reference.arguments is not None else {},
