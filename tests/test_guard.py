@@ -251,7 +251,7 @@ def test_the_same_vocabulary_built_another_way_finds_the_shipped_record(monkeypa
     from equivalence.families import build_family
     from tokbackend._guard import derive
 
-    monkeypatch.setattr(derive, "FastDerivation", lambda *args, **kwargs: pytest.fail("derived although a record ships"))
+    monkeypatch.setattr(derive, "derive_fast", lambda *args, **kwargs: pytest.fail("derived although a record ships"))
     monkeypatch.setenv("TOKBACKEND_CACHE_DIR", str(tmp_path))
     for backend in ("gigatoken", "fastokens"):
         fast = tokbackend.accelerate(build_family("qwen3", "real"), backend)
@@ -261,7 +261,7 @@ def test_the_same_vocabulary_built_another_way_finds_the_shipped_record(monkeypa
 def test_accelerate_runs_no_scan_with_a_shipped_record(hf_tokenizer, monkeypatch):
     from tokbackend._guard import derive
 
-    monkeypatch.setattr(derive, "FastDerivation", lambda *args, **kwargs: pytest.fail("derived although a record ships"))
+    monkeypatch.setattr(derive, "derive_fast", lambda *args, **kwargs: pytest.fail("derived although a record ships"))
     fast = tokbackend.accelerate(hf_tokenizer, "gigatoken")
     assert fast.tokbackend.stats()["guard_record"].startswith(str(guard_module.records.SHIPPED_RECORDS))
     assert "matched by pipeline" in fast.tokbackend.stats()["guard"]
@@ -275,7 +275,7 @@ def test_a_baked_record_is_used_without_a_scan(fresh_pair, monkeypatch, tmp_path
     baked = {**shipped, "applies_to": [FAKE_VERSIONS]}
     write_record(baked, tmp_path / "baked")
     monkeypatch.setattr(guard_module, "guard_versions", lambda libraries: FAKE_VERSIONS)
-    monkeypatch.setattr(derive, "FastDerivation", lambda *args, **kwargs: pytest.fail("derived although a record was baked"))
+    monkeypatch.setattr(derive, "derive_fast", lambda *args, **kwargs: pytest.fail("derived although a record was baked"))
     monkeypatch.setenv(BAKED_RECORDS_ENV, str(tmp_path / "baked"))
     monkeypatch.setenv("TOKBACKEND_CACHE_DIR", str(tmp_path / "cache"))
     fast = tokbackend.accelerate(hf, "gigatoken")

@@ -160,9 +160,7 @@ def _built_lane(name: str, tokenizer_json: str, options: AccelerationOptions, re
     try:
         guard = load_guard(
             tokenizer_json,
-            kind.guard_family,
-            tuple(kind.versioned_libraries),
-            lambda text: kind(text, kind.options_for_scanning()),
+            kind,
             guard_mode,
             cache_dir(),
             options.guard,
