@@ -173,9 +173,22 @@ def _built_lane(name: str, tokenizer_json: str, options: AccelerationOptions, re
     return Lane(name, loading.result(), guard)
 
 
-def probe_lane(lane: Lane, reference: Reference, model: str) -> tuple[str | None, float]:
-    """(a message naming the first edge string the lane gets wrong, or None; seconds taken)."""
+def probed_lane(
+    name: str, tokenizer_json: str, options: AccelerationOptions, reference: Reference, model: str
+) -> tuple[Lane, float]:
+    """(backend `name`'s lane, seconds spent probing it where `options.probe`); raises
+    NoExactBackend where it cannot load, its guard is refused or the boot probe finds a mismatch
+    (then with the lane built, as the routing a named backend would have had)."""
+    try:
+        lane = build_lane(name, tokenizer_json, options, reference=reference)
+    except BackendUnavailableError as error:
+        raise NoExactBackend(Shortfall.UNAVAILABLE, str(error)) from error
+    except GuardUnavailableError as error:
+        raise NoExactBackend(Shortfall.INEXACT, str(error), strict_message=f"tokbackend: {model}: {error}") from error
+    if not options.probe:
+        return lane, 0.0
     result = run_probe(lane.backend, reference, lane.guard)
-    if result.mismatch is None:
-        return None, result.seconds
-    return f"backend {lane.name!r} disagrees with HuggingFace for {model} on {result.mismatch.describe()}", result.seconds
+    if result.mismatch is not None:
+        why = f"probe mismatch: backend {name!r} disagrees with HuggingFace for {model} on {result.mismatch.describe()}"
+        raise NoExactBackend(Shortfall.INEXACT, why, routing=Routing(lane, "named explicitly"), probe_seconds=result.seconds)
+    return lane, result.seconds
