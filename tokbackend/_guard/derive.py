@@ -174,7 +174,7 @@ def derive_fast(
     backend wrong on ASCII already (`load_guard(refuses=...)`), so the screen skips that comparison."""
     started = time.perf_counter()
     what = f"the {backend_name} guard for {describe_pipeline(tokenizer_json)}"
-    meter = budget.meter(what)
+    meter = DerivationMeter(budget, what)
     boundary_json = boundary_tokenizer_json(tokenizer_json)
     oracle = "ids" if boundary_json is None else "boundaries"
     contexts = derive_contexts(tokenizer_json)
