@@ -106,10 +106,8 @@ def _compared(backend: EncodeBackend, strings: list[str], hf_ids: Callable[[list
         # both forms the lane serves: lists, and `array('q')` rows (a path of its own in a backend)
         with panics_as_errors(getattr(backend, "name", type(backend).__name__)):
             answers = (backend.encode_batch(strings), [list(row) for row in encode_batch_arrays(backend, strings)])
+        differing = (ProbeMismatch(*row) for answer in answers for row in zip(strings, answer, expected) if row[1] != row[2])
+        mismatch = next(differing, None)
     except Exception as error:  # a backend that cannot encode edge strings (or panics) is not exact either
-        return ProbeResult(len(strings), time.perf_counter() - started, ProbeMismatch(f"<backend raised {error!r}>", [], []))
-    for answer in answers:
-        for text, ours, theirs in zip(strings, answer, expected):
-            if ours != theirs:
-                return ProbeResult(len(strings), time.perf_counter() - started, ProbeMismatch(text, ours, theirs))
-    return ProbeResult(len(strings), time.perf_counter() - started, None)
+        mismatch = ProbeMismatch(f"<backend raised {error!r}>", [], [])
+    return ProbeResult(len(strings), time.perf_counter() - started, mismatch)
