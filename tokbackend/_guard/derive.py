@@ -59,20 +59,15 @@ def _encoder_pair(tokenizer_json: str, build_backend: BackendBuilder) -> Encoder
 
 def core_contexts(contexts: list[ScanContext], per_family: int = 2) -> list[ScanContext]:
     """The first `per_family` contexts of each family."""
-    taken: dict[str, int] = {}
-    core = []
+    core: list[ScanContext] = []
     for context in contexts:
-        taken[context.family] = taken.get(context.family, 0) + 1
-        if taken[context.family] <= per_family:
+        if sum(other.family == context.family for other in core) < per_family:
             core.append(context)
     return core
 
 
 def refuse_if_wrong_on_ascii(
-    encoders: Encoders,
-    contexts: list[ScanContext],
-    what: str,
-    meter: DerivationMeter | None = None,
+    encoders: Encoders, contexts: list[ScanContext], what: str, meter: DerivationMeter | None = None
 ) -> None:
     """Raise GuardUnavailableError at the first ASCII-only text (an ASCII code point in an ASCII
     context) on which the backend differs from HuggingFace (`encoders`: HF's, the backend's): no
@@ -80,23 +75,20 @@ def refuse_if_wrong_on_ascii(
     reference, candidate = encoders
     for context in [context for context in contexts if context.template.isascii()]:
         found = scan(reference, {"backend": candidate}, [context], list(range(0x80)), meter=meter)["backend"].divergent[context]
-        if found:
-            raise GuardUnavailableError(
-                f"{what}: not derived: the backend differs from HuggingFace on {_ascii_example(encoders, context, found[0])}, "
-                "which no guard sends to HuggingFace; no record written"
-            )
-
-
-def _ascii_example(encoders: Encoders, context: ScanContext, code_point: int) -> str:
-    """'the ASCII text 'a's' (backend [...], HF [...])': the code point in its context, alone or
-    between the line breaks of the scan's strings (where `scan._culprits` may have found it)."""
-    reference, candidate = encoders
-    text = context.format(chr(code_point))
-    for framed in (text, f"\n{text}\n"):
-        expected, actual = reference([framed])[0], candidate([framed])[0]
-        if expected != actual:
-            return f"the ASCII text {framed!r} (backend {actual[:12]}, HF {expected[:12]})"
-    return f"ASCII text: U+{code_point:04X} in the context {context.template!r} among the scan's other code points"
+        if not found:
+            continue
+        # the code point in its context, alone or between the line breaks of the scan's strings
+        # (where `scan._culprits` may have found it)
+        text = context.format(chr(found[0]))
+        example = f"ASCII text: U+{found[0]:04X} in the context {context.template!r} among the scan's other code points"
+        for framed in (text, f"\n{text}\n"):
+            if (expected := reference([framed])[0]) != (actual := candidate([framed])[0]):
+                example = f"the ASCII text {framed!r} (backend {actual[:12]}, HF {expected[:12]})"
+                break
+        raise GuardUnavailableError(
+            f"{what}: not derived: the backend differs from HuggingFace on {example}, which no guard sends to HuggingFace; "
+            "no record written"
+        )
 
 
 def code_points_to_scan(reference: BatchEncoder, candidates: dict[str, BatchEncoder]) -> list[int]:
