@@ -24,13 +24,8 @@ BATCH = 512
 PLANE = 0x10000
 
 
-def all_code_points() -> list[int]:
-    """U+0000..U+10FFFF without the surrogates (which are not valid text)."""
-    return plane_code_points(range(17))
-
-
 def plane_code_points(planes: Iterable[int]) -> list[int]:
-    """Every code point of the given planes, surrogates excluded, in order."""
+    """Every code point of the given planes, surrogates excluded (they are not valid text), in order."""
     return [
         code_point
         for plane in sorted(set(planes))
@@ -102,7 +97,7 @@ def scan(
     reference: BatchEncoder,
     candidates: dict[str, BatchEncoder],
     contexts: Sequence[ScanContext],
-    code_points: list[int] | None = None,
+    code_points: list[int],
     progress: Callable[[ScanContext], None] | None = None,
     meter: DerivationMeter | None = None,
 ) -> dict[str, ScanReport]:
@@ -110,7 +105,6 @@ def scan(
     `meter` (a derivation's budget) after each batch. The reference (usually HuggingFace, the slow
     side) runs once per context for all candidates."""
     started = time.perf_counter()
-    code_points = all_code_points() if code_points is None else code_points
     divergent: dict[str, dict[ScanContext, list[int]]] = {name: {} for name in candidates}
     groups = [code_points[start : start + _PER_STRING] for start in range(0, len(code_points), _PER_STRING)]
     per_batch = BATCH // _PER_STRING
