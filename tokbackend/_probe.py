@@ -60,15 +60,10 @@ class ProbeMismatch:
     backend_ids: list[int]
     hf_ids: list[int]
 
-    @property
-    def first_difference(self) -> int:
-        """Index of the first id that differs."""
-        return first_difference(self.backend_ids, self.hf_ids)
-
     def describe(self) -> str:
         """The text, where the ids part, and the first ids of each side."""
         return (
-            f"{self.text!r} (first difference at index {self.first_difference}: "
+            f"{self.text!r} (first difference at index {first_difference(self.backend_ids, self.hf_ids)}: "
             f"backend {self.backend_ids[:12]}, HF {self.hf_ids[:12]})"
         )
 

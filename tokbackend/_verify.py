@@ -296,7 +296,7 @@ def verify_model(
     from tokbackend._build import FastPathError
     from tokbackend._guard import GuardSettings, GuardUnavailableError
     from tokbackend._loading import ModelFilesError
-    from tokbackend._probe import run_probe
+    from tokbackend._probe import first_difference, run_probe
     from tokbackend._tokenizer import reference_of
     from tokbackend.backends import BackendUnavailableError
     from tokbackend.integrations._common import backend_for_flag
@@ -351,7 +351,8 @@ def verify_model(
             step.done("ok", f"{counted(result.strings, 'edge string')} agree ({result.seconds * 1000:.1f} ms)")
         else:
             detail = f"{mismatch.text!r}: backend {mismatch.backend_ids[:12]} vs HF {mismatch.hf_ids[:12]}"
-            step.done("mismatch", f"edge string differs at index {mismatch.first_difference}: {detail}")
+            index = first_difference(mismatch.backend_ids, mismatch.hf_ids)
+            step.done("mismatch", f"edge string differs at index {index}: {detail}")
 
     run = _Run(hf, accelerated, lane, guard_config, profile, examples, seed, quick, progress, code_points)
     # read on each call, so that a test may replace a step's function
