@@ -10,6 +10,7 @@ Truncation and padding are left out: HF resets both before every encode.
 
 from __future__ import annotations
 
+import functools
 import operator
 import weakref
 from collections.abc import Callable, Hashable
@@ -59,6 +60,7 @@ def _unwatch(namespace: dict[str, Any]) -> None:
 
 
 def _marking(method: Callable[..., Any], reference: Callable[[], Any]) -> Callable[..., Any]:
+    @functools.wraps(method)
     def counted(*args: Any, **kwargs: Any) -> Any:
         rust = reference()
         try:
@@ -66,8 +68,6 @@ def _marking(method: Callable[..., Any], reference: Callable[[], Any]) -> Callab
         finally:
             rust.__dict__[_MARKER] = object()
 
-    counted.__name__ = counted.__qualname__ = method.__name__
-    counted.__doc__ = method.__doc__
     return counted
 
 
