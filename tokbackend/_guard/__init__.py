@@ -185,7 +185,7 @@ def load_guard(
                 derive.scanning_instances(kind),
                 key,
                 versions,
-                code_points=None if settings.code_points is None else list(settings.code_points),
+                code_points=settings.code_points,
                 budget=settings.budget,
                 served=served,
                 ascii_probed=refuses is not None,

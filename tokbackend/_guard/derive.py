@@ -150,20 +150,18 @@ def derive_fast(
     build_backend: BackendBuilder,
     key: RecordKey,
     versions: dict[str, str],
-    code_points: list[int] | None = None,
+    code_points: Sequence[int] | None = None,
     progress: Callable[[str], None] | None = None,
     budget: DerivationBudget = UNBOUNDED,
     served: Encoders | None = None,
     ascii_probed: bool = False,
 ) -> GuardRecord:
-    """The fast derivation (see the module docstring): the comparison on ASCII and the screen of
-    the sample, then every candidate run, and the run around each code point the screen found, in
-    every context. `code_points`: scan exactly these in every context instead. `budget`: raises
-    DerivationOverBudget past it (none by default, as offline); any GuardUnavailableError leaves
-    nothing written. `served`: (HF's, the backend's) encode of this very tokenizer, for the screen
-    where the oracle is "ids"; the scans in every context build their own pair (their encodes must
-    not count toward the served backend's renewals). `ascii_probed`: the caller has refused a
-    backend wrong on ASCII already (`load_guard(refuses=...)`), so the screen skips that comparison."""
+    """The fast derivation (see the module docstring): the screen of the sample, then every
+    candidate run and the run around each code point the screen found. `code_points`: scan
+    exactly these in every context instead. `budget`: raises DerivationOverBudget past it (none by
+    default, as offline), having written nothing. `served`: (HF's, the backend's) encode of this
+    very tokenizer, for the screen. `ascii_probed`: the caller has refused a backend wrong on
+    ASCII already (`load_guard(refuses=...)`), so the screen skips that comparison."""
     started = time.perf_counter()
     what = f"the {backend_name} guard for {describe_pipeline(tokenizer_json)}"
     meter = DerivationMeter(budget, what)
@@ -172,7 +170,7 @@ def derive_fast(
     contexts = derive_contexts(tokenizer_json)
     own_encoders = functools.cache(lambda: _encoder_pair(boundary_json or tokenizer_json, build_backend))
 
-    def scanned(points: list[int], over: Sequence[ScanContext] = contexts, encoders: Encoders | None = None) -> ScanReport:
+    def scanned(points: Sequence[int], over: Sequence[ScanContext] = contexts, encoders: Encoders | None = None) -> ScanReport:
         reference, candidate = encoders or own_encoders()
         if progress is not None:
             progress(f"{oracle}: {len(points)} code points x {len(over)} contexts")

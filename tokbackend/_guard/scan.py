@@ -97,7 +97,7 @@ def scan(
     reference: BatchEncoder,
     candidates: dict[str, BatchEncoder],
     contexts: Sequence[ScanContext],
-    code_points: list[int],
+    code_points: Sequence[int],
     progress: Callable[[ScanContext], None] | None = None,
     meter: DerivationMeter | None = None,
 ) -> dict[str, ScanReport]:
@@ -132,7 +132,7 @@ def scan(
     return {name: ScanReport(found, len(code_points), seconds) for name, found in divergent.items()}
 
 
-def _culprits(reference: BatchEncoder, candidate: BatchEncoder, group: list[int], context: ScanContext) -> list[int]:
+def _culprits(reference: BatchEncoder, candidate: BatchEncoder, group: Sequence[int], context: ScanContext) -> list[int]:
     """The code points of a differing group that differ on their own: first alone in the
     context, then framed by the group's line breaks (a trailing newline is where a punctuation
     run such as ` ?[^\\s\\p{L}]+[\\r\\n]*` shows a class difference), then by halving the group."""
