@@ -17,8 +17,6 @@ from collections.abc import Callable, Hashable
 from types import MappingProxyType
 from typing import Any
 
-from tokbackend._tokenizer_json import without_truncation_and_padding
-
 _MARKER = "_tokbackend_added_tokens_marker"
 _MUTATORS = ("add_tokens", "add_special_tokens")
 # What each model type's encode reads besides its vocabulary, read with one `attrgetter` call.
@@ -105,9 +103,3 @@ def content(rust: Any) -> Hashable:
     fields = _MODEL_FIELDS.get(type(model).__name__)
     model_state = (type(model), rust.get_vocab_size(False), None if fields is None else fields(model))
     return (_state(rust.normalizer), _state(rust.pre_tokenizer), _state(rust.post_processor), model_state, added)
-
-
-def tokenizer_json_for_backends(rust: Any) -> str:
-    """`rust`'s tokenizer.json without truncation and padding (HF applies neither to a plain
-    encode: it resets both before every call)."""
-    return without_truncation_and_padding(rust.to_str())
