@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
-from tokbackend._guard.bound import DerivationBudget, DerivationOverBudget, GuardUnavailableError
+from tokbackend._guard.bound import DerivationBudget, GuardUnavailableError
 from tokbackend._guard.records import (
     SHIPPED_RECORDS,
     derivation_lock,
@@ -166,8 +166,7 @@ def load_guard(
             f"Unicode divergence guard for backend {family!r}: {why}; run `tokbackend guard <model>` to derive it, "
             'or pass unicode_guard="derive"'
         )
-    refused = None if refuses is None else refuses()
-    if refused is not None:
+    if refuses is not None and (refused := refuses()) is not None:
         raise GuardUnavailableError(f"Unicode divergence guard for backend {family!r} not derived: {refused}")
     from tokbackend._guard import derive
 
@@ -213,7 +212,6 @@ def written_guard(record: GuardRecord, directory: Path | None = None) -> Unicode
 __all__ = [
     "DERIVATION_BUDGET",
     "DerivationBudget",
-    "DerivationOverBudget",
     "GuardSettings",
     "GuardUnavailableError",
     "UnicodeGuard",
