@@ -133,12 +133,11 @@ def derive_record(
     build_backend: BackendBuilder,
     key: RecordKey,
     versions: dict[str, str],
-    contexts: list[ScanContext] | None = None,
     code_points: list[int] | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> GuardRecord:
     """The full scan: both oracles over every code point (see the module docstring)."""
-    contexts = contexts or derive_contexts(tokenizer_json)
+    contexts = derive_contexts(tokenizer_json)
     started = time.perf_counter()
     reports = run_oracles(tokenizer_json, build_backend, contexts, code_points, progress)
     return _record(tokenizer_json, backend_name, key, versions, contexts, reports, "full", started)
