@@ -168,7 +168,7 @@ def load_guard(
         )
     if refuses is not None and (refused := refuses()) is not None:
         raise GuardUnavailableError(f"Unicode divergence guard for backend {family!r} not derived: {refused}")
-    from tokbackend._guard import derive
+    from tokbackend._guard.derive import derive_fast, scanning_instances
 
     with derivation_lock(cache_dir, key):
         # another process may have derived it while this one waited for the lock
@@ -178,10 +178,10 @@ def load_guard(
             return written_guard(record)
         logger.warning("deriving the Unicode divergence guard for backend %s (%s); a one-time scan", family, why)
         try:
-            record = derive.derive_fast(
+            record = derive_fast(
                 tokenizer_json,
                 family,
-                derive.scanning_instances(kind),
+                scanning_instances(kind),
                 key,
                 versions,
                 code_points=settings.code_points,

@@ -112,7 +112,7 @@ def scan(
     # GIL); one thread a candidate for the whole scan, not one a batch
     with ThreadPoolExecutor(max_workers=len(candidates) or 1, thread_name_prefix="tokbackend-scan") as threads:
         for index, context in enumerate(contexts):
-            found: dict[str, list[int]] = {name: [] for name in candidates}
+            found = {name: divergent[name].setdefault(context, []) for name in candidates}
             for start in range(0, len(groups), per_batch):
                 batch = groups[start : start + per_batch]
                 strings = ["\n".join(context.format(chr(code_point)) for code_point in group) for group in batch]
@@ -124,8 +124,6 @@ def scan(
                             found[name].extend(_culprits(reference, candidate, group, context))
                 if meter is not None:
                     meter.check(f"context {index + 1} of {len(contexts)} ({context.template!r}), {len(code_points)} code points")
-            for name in candidates:
-                divergent[name][context] = found[name]
             if progress is not None:
                 progress(context)
     seconds = time.perf_counter() - started
