@@ -1,8 +1,7 @@
 """Routing: which backend answers a tokenizer's calls.
 
 The only place that knows `auto` (a choice among backends, not a backend): `build_routing`
-builds the named backend's lane or lets `auto` choose among every registered backend but the
-reference (with choices remembered on disk by `choices`). Either way the result is a `Routing`
+builds the named backend's lane or lets `auto` choose one. Either way the result is a `Routing`
 of `Lane`s, or `NoExactBackend`.
 """
 
