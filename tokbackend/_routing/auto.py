@@ -9,7 +9,6 @@ other processes of a server try it first; it and the candidates passed over are 
 
 from __future__ import annotations
 
-import logging
 from typing import TYPE_CHECKING
 
 from tokbackend._routing import choices
@@ -19,8 +18,6 @@ from tokbackend.backends import available_backends, backend_class, versioned_lib
 if TYPE_CHECKING:
     from tokbackend._options import AccelerationOptions
     from tokbackend._reference import Reference
-
-logger = logging.getLogger("tokbackend")
 
 DEFAULT_PREFERENCE = 50
 
