@@ -211,12 +211,12 @@ class FastButWrong(HFBackend):
 def finish_without_package_data(monkeypatch) -> None:
     """Every guard derivation fails as in a wheel that lacks the package data it reads (the
     Unicode history: FileNotFoundError), the failure the packaging issue met after start-up."""
-    from tokbackend._guard.derive import FastDerivation
+    from tokbackend._guard import derive
 
-    def record(self, *args):
+    def derive_fast(*args, **kwargs):
         raise FileNotFoundError("planted: no Unicode history in this install")
 
-    monkeypatch.setattr(FastDerivation, "record", record)
+    monkeypatch.setattr(derive, "derive_fast", derive_fast)
 
 
 # -- guards --------------------------------------------------------------------------------

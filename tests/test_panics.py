@@ -12,8 +12,7 @@ import pytest
 from defects import rust_panic
 
 import tokbackend
-from tokbackend._guard import GuardSettings
-from tokbackend._guard.derive import FastDerivation
+from tokbackend._guard import GuardSettings, derive
 from tokbackend._verify import EXIT_UNAVAILABLE, verify_model
 from tokbackend.backends._base import BackendUnavailableError
 from tokbackend.backends._fastokens import FastokensBackend
@@ -114,10 +113,10 @@ def panicking_derivation(monkeypatch, tmp_path) -> GuardSettings:
     """No record for any pipeline (the guard settings returned read shipped records from an empty
     directory), and every guard derivation panics when it records."""
 
-    def record(self, *arguments):
+    def derive_fast(*arguments, **keywords):
         raise rust_panic("stack overflow in the scan (planted)")
 
-    monkeypatch.setattr(FastDerivation, "record", record)
+    monkeypatch.setattr(derive, "derive_fast", derive_fast)
     return GuardSettings(shipped_records=tmp_path / "no-shipped-records")
 
 

@@ -17,7 +17,8 @@ from equivalence.families import build_family
 from tokbackend import _guard as guard_module
 from tokbackend._guard import GuardSettings, derive
 from tokbackend._guard.candidates import candidate_runs, run_around, sample
-from tokbackend._guard.derive import FULL_PLANES, FastDerivation, _hf_encoder
+from tokbackend._guard.derive import FULL_PLANES, _hf_encoder
+from tokbackend._guard.records import record_key
 from tokbackend.backends import backend_class
 
 TEXTS = [
@@ -53,7 +54,7 @@ def test_an_unseen_pipeline_is_served_with_its_exact_guard_from_the_first_call(q
 
 def test_the_guard_module_derives_nothing_with_a_record(qwen3, monkeypatch):
     """With a shipped record no derivation starts at all."""
-    monkeypatch.setattr(guard_module.derive, "FastDerivation", lambda *args, **kwargs: pytest.fail("derived with a record"))
+    monkeypatch.setattr(guard_module.derive, "derive_fast", lambda *args, **kwargs: pytest.fail("derived with a record"))
     fast = tokbackend.accelerate(qwen3, "gigatoken")
     assert fast.tokbackend.stats()["start_up"]["phase"] == "final" and "shipped" in fast.tokbackend.stats()["guard"]
     assert [fast.encode(text) for text in TEXTS] == [qwen3.encode(text) for text in TEXTS]
@@ -170,12 +171,22 @@ def test_the_screen_on_the_served_tokenizer_sees_what_its_own_instances_see(monk
     def wrong(texts):
         return [ids[:-1] if chr(planted) in text else ids for text, ids in zip(texts, backend.encode_batch(texts))]
 
+    class ScansBegin(Exception):
+        """Raised where the scans after the screen build their own pair: the test stops there."""
+
+    def scans_begin(text):
+        raise ScansBegin
+
     def widened(candidate):
         served = (_hf_encoder(tokenizer_json), candidate)
         built.clear()
-        derivation = FastDerivation(tokenizer_json, lambda text: pytest.fail("built an instance for the screen"), served=served)
-        assert not built  # the screen used the served encoders
-        return {point for low, high in derivation._widened for point in range(low, high + 1)}
+        runs = []
+        monkeypatch.setattr(derive, "run_around", lambda point: runs.append(run_around(point)) or runs[-1])
+        with pytest.raises(ScansBegin):
+            key = record_key(tokenizer_json, "gigatoken")
+            derive.derive_fast(tokenizer_json, "gigatoken", scans_begin, key, {}, served=served)
+        assert len(built) == 1  # the scans' HuggingFace encoder alone: the screen used the served encoders
+        return {point for low, high in runs for point in range(low, high + 1)}
 
     first, last = run_around(planted)
     assert planted not in widened(backend.encode_batch)

@@ -275,16 +275,17 @@ def derive_guard(model: str, backend_name: str, output: str | None, full: bool =
         tokenizer_json, backends, directory, full, lambda name, step: _progress_line(f"  {name}: {step}")
     ):
         _progress_line("")
-        name, record, guard = derived.backend, derived.record, derived.guard
+        name, guard = derived.backend, derived.guard
         if derived.problem is not None:
             print(f"{model}, {name}: {derived.problem}", file=sys.stderr)
-        elif record is None or guard is None:
+        elif guard is None:
             print(f"{model}, {name}: needs no guard")
         else:
+            record = guard.record
             print(f"{model}, {name}: {record['derivation']} derivation in {record['scan_seconds']} s: {guard.describe()}")
             print(f"  {format_ranges(guard.code_points)}")
             versions = record["applies_to"][0]
-            print(f"  {record['scope']} record for {record['pipeline_description']}; versions {versions}; {derived.path}")
+            print(f"  {record['scope']} record for {record['pipeline_description']}; versions {versions}; {record['path']}")
     if output:
         print(f"serve with {BAKED_RECORDS_ENV}={Path(output).resolve()} so accelerate() finds it without a scan")
     return 0

@@ -60,15 +60,10 @@ class ProbeMismatch:
     backend_ids: list[int]
     hf_ids: list[int]
 
-    @property
-    def first_difference(self) -> int:
-        """Index of the first id that differs."""
-        return first_difference(self.backend_ids, self.hf_ids)
-
     def describe(self) -> str:
         """The text, where the ids part, and the first ids of each side."""
         return (
-            f"{self.text!r} (first difference at index {self.first_difference}: "
+            f"{self.text!r} (first difference at index {first_difference(self.backend_ids, self.hf_ids)}: "
             f"backend {self.backend_ids[:12]}, HF {self.hf_ids[:12]})"
         )
 
@@ -106,10 +101,8 @@ def _compared(backend: EncodeBackend, strings: list[str], hf_ids: Callable[[list
         # both forms the lane serves: lists, and `array('q')` rows (a path of its own in a backend)
         with panics_as_errors(getattr(backend, "name", type(backend).__name__)):
             answers = (backend.encode_batch(strings), [list(row) for row in encode_batch_arrays(backend, strings)])
+        differing = (ProbeMismatch(*row) for answer in answers for row in zip(strings, answer, expected) if row[1] != row[2])
+        mismatch = next(differing, None)
     except Exception as error:  # a backend that cannot encode edge strings (or panics) is not exact either
-        return ProbeResult(len(strings), time.perf_counter() - started, ProbeMismatch(f"<backend raised {error!r}>", [], []))
-    for answer in answers:
-        for text, ours, theirs in zip(strings, answer, expected):
-            if ours != theirs:
-                return ProbeResult(len(strings), time.perf_counter() - started, ProbeMismatch(text, ours, theirs))
-    return ProbeResult(len(strings), time.perf_counter() - started, None)
+        mismatch = ProbeMismatch(f"<backend raised {error!r}>", [], [])
+    return ProbeResult(len(strings), time.perf_counter() - started, mismatch)

@@ -26,6 +26,7 @@ from tokbackend._options import AccelerationOptions
 from tokbackend._policy import KNOWN_KWARGS, FallbackReason, Truncation, fast_path_reason, truncation_of
 from tokbackend._shared_settings import PLAIN, Settings, SettingsGate, apply, gate_of
 from tokbackend._state import AccelerationState, BatchIds
+from tokbackend._tokenizer_json import without_truncation_and_padding
 from tokbackend.backends import BackendUnavailableError
 from tokbackend.backends._arrays import ones_like
 
@@ -270,7 +271,8 @@ class HFReference:
             )
 
     def tokenizer_json(self) -> str:
-        return watch.tokenizer_json_for_backends(self._tokenizer._tokenizer)
+        # HF applies neither truncation nor padding to a plain encode: it resets both before every call
+        return without_truncation_and_padding(self._tokenizer._tokenizer.to_str())
 
     def fingerprint(self) -> Hashable:
         return watch.fingerprint(self._tokenizer._tokenizer, self._tokenizer)
@@ -415,6 +417,6 @@ def accelerate_like(tokenizer: PreTrainedTokenizerBase, earlier: PreTrainedToken
     build = state.build
     if rust is None or build.tokenizer_json is None or watch.content(rust) != build.content:
         return None
-    if watch.tokenizer_json_for_backends(rust) != build.tokenizer_json:
+    if without_truncation_and_padding(rust.to_str()) != build.tokenizer_json:
         return None
     return _attach(tokenizer, state.options, share_from=state)

@@ -352,7 +352,7 @@ def _load(run: _Run, report: VerifyReport) -> Outcome:
 
 def _probe(run: _Run) -> Outcome:
     """The boot probe's edge strings, the lane's backend against HF."""
-    from tokbackend._probe import run_probe
+    from tokbackend._probe import first_difference, run_probe
     from tokbackend._tokenizer import AcceleratedTokenizerMixin, reference_of
 
     accelerated = typing.cast(AcceleratedTokenizerMixin, run.accelerated)
@@ -360,7 +360,8 @@ def _probe(run: _Run) -> Outcome:
     if (mismatch := result.mismatch) is None:
         return _result("ok", f"{counted(result.strings, 'edge string')} agree ({result.seconds * 1000:.1f} ms)")
     detail = f"{mismatch.text!r}: backend {mismatch.backend_ids[:12]} vs HF {mismatch.hf_ids[:12]}"
-    return _result("mismatch", f"edge string differs at index {mismatch.first_difference}: {detail}")
+    index = first_difference(mismatch.backend_ids, mismatch.hf_ids)
+    return _result("mismatch", f"edge string differs at index {index}: {detail}")
 
 
 def _release_memory() -> None:

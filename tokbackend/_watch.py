@@ -10,13 +10,12 @@ Truncation and padding are left out: HF resets both before every encode.
 
 from __future__ import annotations
 
+import functools
 import operator
 import weakref
 from collections.abc import Callable, Hashable
 from types import MappingProxyType
 from typing import Any
-
-from tokbackend._tokenizer_json import without_truncation_and_padding
 
 _MARKER = "_tokbackend_added_tokens_marker"
 _MUTATORS = ("add_tokens", "add_special_tokens")
@@ -59,6 +58,7 @@ def _unwatch(namespace: dict[str, Any]) -> None:
 
 
 def _marking(method: Callable[..., Any], reference: Callable[[], Any]) -> Callable[..., Any]:
+    @functools.wraps(method)
     def counted(*args: Any, **kwargs: Any) -> Any:
         rust = reference()
         try:
@@ -66,8 +66,6 @@ def _marking(method: Callable[..., Any], reference: Callable[[], Any]) -> Callab
         finally:
             rust.__dict__[_MARKER] = object()
 
-    counted.__name__ = counted.__qualname__ = method.__name__
-    counted.__doc__ = method.__doc__
     return counted
 
 
@@ -105,9 +103,3 @@ def content(rust: Any) -> Hashable:
     fields = _MODEL_FIELDS.get(type(model).__name__)
     model_state = (type(model), rust.get_vocab_size(False), None if fields is None else fields(model))
     return (_state(rust.normalizer), _state(rust.pre_tokenizer), _state(rust.post_processor), model_state, added)
-
-
-def tokenizer_json_for_backends(rust: Any) -> str:
-    """`rust`'s tokenizer.json without truncation and padding (HF applies neither to a plain
-    encode: it resets both before every call)."""
-    return without_truncation_and_padding(rust.to_str())

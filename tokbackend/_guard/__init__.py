@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
-from tokbackend._guard.bound import DerivationBudget, DerivationOverBudget, GuardUnavailableError
+from tokbackend._guard.bound import DerivationBudget, GuardUnavailableError
 from tokbackend._guard.records import (
     SHIPPED_RECORDS,
     derivation_lock,
@@ -33,7 +33,7 @@ from tokbackend._wording import counted
 
 if TYPE_CHECKING:
     from tokbackend._guard.records import GuardRecord
-    from tokbackend.backends._base import BatchEncoder, EncodeBackend
+    from tokbackend.backends._base import BackendClass, BatchEncoder
 
 logger = logging.getLogger("tokbackend")
 
@@ -136,82 +136,82 @@ def guard_versions(backend_libraries: tuple[str, ...]) -> dict[str, str]:
 
 def load_guard(
     tokenizer_json: str,
-    backend_name: str,
-    backend_libraries: tuple[str, ...],
-    build_backend: Callable[[str], EncodeBackend],
+    kind: BackendClass,
     mode: str,
     cache_dir: Path,
     settings: GuardSettings,
     served: tuple[BatchEncoder, BatchEncoder] | None = None,
     refuses: Callable[[], str | None] | None = None,
 ) -> UnicodeGuard:
-    """The guard for this tokenizer and backend family under `mode` ("derive", "refuse" or "off").
+    """The guard for this tokenizer and backend class `kind` under `mode` ("derive", "refuse" or "off").
 
-    `build_backend(tokenizer_json)` makes a throw-away backend instance for a derivation;
-    `served`: the served tokenizer's and backend's encode, which its screen may use
-    (`FastDerivation`). Raises GuardUnavailableError where no guard can be had: `mode` "refuse"
-    without a record, `refuses()` saying why not, a derivation refused or past
-    `settings.budget` (then nothing is written).
+    A derivation builds throw-away instances of `kind` (`derive.scanning_instances`); `served`:
+    the served tokenizer's and backend's encode, which its screen may use (`derive_fast`). Raises
+    GuardUnavailableError where no guard can be had: `mode` "refuse" without a record, `refuses()`
+    saying why not, a derivation refused or past `settings.budget` (then nothing is written).
     """
     if mode == "off":
         return UnicodeGuard(frozenset())
-    key = record_key(tokenizer_json, backend_name)
-    versions = guard_versions(backend_libraries)
+    family = kind.guard_family
+    key = record_key(tokenizer_json, family)
+    versions = guard_versions(tuple(kind.versioned_libraries))
     record, stale = find_record(key, cache_dir, versions, settings.shipped_records)
     if record is not None:
-        return _guard_from(record)
+        return written_guard(record)
     why = "no guard record for this pipeline"
     if stale is not None:
         why = f"recorded for {stale.get('applies_to')}, installed {versions}"
     if mode == "refuse":
         raise GuardUnavailableError(
-            f"Unicode divergence guard for backend {backend_name!r}: {why}; run `tokbackend guard <model>` to derive it, "
+            f"Unicode divergence guard for backend {family!r}: {why}; run `tokbackend guard <model>` to derive it, "
             'or pass unicode_guard="derive"'
         )
-    refused = None if refuses is None else refuses()
-    if refused is not None:
-        raise GuardUnavailableError(f"Unicode divergence guard for backend {backend_name!r} not derived: {refused}")
-    from tokbackend._guard.derive import FastDerivation
+    if refuses is not None and (refused := refuses()) is not None:
+        raise GuardUnavailableError(f"Unicode divergence guard for backend {family!r} not derived: {refused}")
+    from tokbackend._guard.derive import derive_fast, scanning_instances
 
     with derivation_lock(cache_dir, key):
         # another process may have derived it while this one waited for the lock
         record, _ = find_record(key, cache_dir, versions, settings.shipped_records)
         if record is not None:
             logger.info("using the guard record another process derived: %s", record["path"])
-            return _guard_from(record)
-        logger.warning("deriving the Unicode divergence guard for backend %s (%s); a one-time scan", backend_name, why)
+            return written_guard(record)
+        logger.warning("deriving the Unicode divergence guard for backend %s (%s); a one-time scan", family, why)
         try:
-            derivation = FastDerivation(
+            record = derive_fast(
                 tokenizer_json,
-                build_backend,
-                code_points=None if settings.code_points is None else list(settings.code_points),
-                served=served,
+                family,
+                scanning_instances(kind),
+                key,
+                versions,
+                code_points=settings.code_points,
                 budget=settings.budget,
-                backend_name=backend_name,
+                served=served,
                 ascii_probed=refuses is not None,
             )
-            record = derivation.record(backend_name, key, versions)
         except GuardUnavailableError as error:  # refused or past its budget: the caller serves without it
             logger.warning("%s", error)
             raise
-        record = {**record, "path": str(write_record(record, cache_dir / "guards")), "matched": "derived here"}
+        guard = written_guard(record, cache_dir / "guards")
     logger.warning(
         "guard derived in %.1f s: %s, saved to %s",
         record["scan_seconds"],
-        counted(len(from_ranges(record["code_points"])), "code point"),
-        record["path"],
+        counted(len(guard.code_points), "code point"),
+        guard.record["path"],
     )
-    return _guard_from(record)
+    return guard
 
 
-def _guard_from(record: GuardRecord) -> UnicodeGuard:
+def written_guard(record: GuardRecord, directory: Path | None = None) -> UnicodeGuard:
+    """The guard of a record found on disk, or of one just derived, written under `directory` first."""
+    if directory is not None:
+        record = {**record, "path": str(write_record(record, directory)), "matched": "derived here"}
     return UnicodeGuard(from_ranges(record["code_points"]), record)
 
 
 __all__ = [
     "DERIVATION_BUDGET",
     "DerivationBudget",
-    "DerivationOverBudget",
     "GuardSettings",
     "GuardUnavailableError",
     "UnicodeGuard",

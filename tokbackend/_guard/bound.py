@@ -49,7 +49,7 @@ class DerivationBudget:
     """At most `seconds` (see the module docstring) and `megabytes` (MiB of resident-set growth)
     for one derivation; None: no bound on that.
 
-    >>> DerivationBudget(seconds=10.0, megabytes=500).meter("a test").check("nothing scanned yet")
+    >>> DerivationMeter(DerivationBudget(seconds=10.0, megabytes=500), "a test").check("nothing scanned yet")
     """
 
     seconds: float | None = None
@@ -58,46 +58,37 @@ class DerivationBudget:
     # test passes hand clocks, so that no test waits on a wall-clock window)
     clocks: tuple[Callable[[], float], ...] = (time.monotonic, time.process_time)
 
-    def meter(self, what: str, spent_seconds: float = 0.0) -> DerivationMeter:
-        """A meter started now for the derivation `what` ("the gigatoken guard of NFC + ...");
-        `spent_seconds`: what an earlier part of the same derivation took."""
-        return DerivationMeter(self, what, spent_seconds)
-
 
 UNBOUNDED = DerivationBudget()
 
 
 class DerivationMeter:
-    """How much of its budget a derivation has spent; `check()` raises past it."""
+    """How much of its budget the derivation `what` ("the gigatoken guard of NFC + ...") has spent
+    since the meter started; `check()` raises past it."""
 
-    def __init__(self, budget: DerivationBudget, what: str, spent_seconds: float = 0.0) -> None:
+    def __init__(self, budget: DerivationBudget, what: str) -> None:
         self.budget = budget
         self.what = what
-        self._spent = spent_seconds
         self._started = tuple(clock() for clock in budget.clocks)
         # the lowest the resident set has been since the start: growth is counted from there
         self._lowest_resident = resident_bytes() if budget.megabytes is not None else 0
 
-    def seconds(self) -> float:
-        """Seconds spent: the lesser of wall-clock and CPU time, with what earlier parts took."""
-        return self._spent + min(clock() - started for clock, started in zip(self.budget.clocks, self._started))
-
     def check(self, progress: str) -> None:
         """Raise `DerivationOverBudget` where the derivation is past its budget; `progress`
         says how far it got ("3 of 41 contexts, 7,017 code points")."""
-        budget = self.budget
-        if budget.seconds is not None and (spent := self.seconds()) > budget.seconds:
-            self._stop("time", f"{spent:.1f} s of its {budget.seconds:g} s, the lesser of wall-clock and CPU time", progress)
-        if budget.megabytes is not None:
+        budget, over = self.budget, None
+        spent = min(clock() - started for clock, started in zip(budget.clocks, self._started))
+        if budget.seconds is not None and spent > budget.seconds:
+            over = "time", f"{spent:.1f} s of its {budget.seconds:g} s, the lesser of wall-clock and CPU time"
+        elif budget.megabytes is not None:
             now = resident_bytes()
             self._lowest_resident = min(self._lowest_resident, now)
             if (grown := (now - self._lowest_resident) / MIB) > budget.megabytes:
-                self._stop("memory", f"{grown:.0f} MiB of resident memory of its {budget.megabytes:g} MiB", progress)
-
-    def _stop(self, what: str, spent: str, progress: str) -> None:
-        raise DerivationOverBudget(
-            f"{self.what}: derivation stopped over its bound ({spent}) at {progress}; no record written, so this "
-            "backend is not exact for this tokenizer here. `tokbackend guard <model> --full` derives the record "
-            "offline, with no bound (with `--output DIR`, serve with TOKBACKEND_GUARD_DIR=DIR)",
-            what,
-        )
+                over = "memory", f"{grown:.0f} MiB of resident memory of its {budget.megabytes:g} MiB"
+        if over is not None:
+            raise DerivationOverBudget(
+                f"{self.what}: derivation stopped over its bound ({over[1]}) at {progress}; no record written, so this "
+                "backend is not exact for this tokenizer here. `tokbackend guard <model> --full` derives the record "
+                "offline, with no bound (with `--output DIR`, serve with TOKBACKEND_GUARD_DIR=DIR)",
+                over[0],
+            )

@@ -32,20 +32,12 @@ def boundary_tokenizer_json(tokenizer_json: str) -> str | None:
 
     mapping: dict[int, str] = bytes_to_unicode()  # type: ignore[no-untyped-call]  # untyped; GPT-2's byte map, as ByteLevel uses
     vocab = {mapping[byte]: byte for byte in range(256)}
-    merges: list[list[str]] = []
-
-    def merge(first: int, second: int) -> None:
-        vocab[mapping[first] + mapping[second]] = len(vocab)
-        merges.append([mapping[first], mapping[second]])
-
-    for ascii_byte in _ASCII_BYTES:
-        for lead in _LEAD_BYTES:
-            merge(ascii_byte, lead)
-    for continuation in _CONTINUATION_BYTES:
-        for ascii_byte in _ASCII_BYTES:
-            merge(continuation, ascii_byte)
-        for lead in _LEAD_BYTES:
-            merge(continuation, lead)
+    # an ASCII byte then a lead byte; a continuation byte then an ASCII or a lead byte (in this
+    # order: their ranks)
+    pairs = [(ascii_byte, lead) for ascii_byte in _ASCII_BYTES for lead in _LEAD_BYTES]
+    pairs += [(continuation, byte) for continuation in _CONTINUATION_BYTES for byte in (*_ASCII_BYTES, *_LEAD_BYTES)]
+    merges = [[mapping[first], mapping[second]] for first, second in pairs]
+    vocab.update({first + second: 256 + rank for rank, (first, second) in enumerate(merges)})
     spec["model"] = {**spec["model"], "vocab": vocab, "merges": merges, "ignore_merges": False, "byte_fallback": False}
     spec["added_tokens"] = []
     spec["post_processor"] = None

@@ -15,7 +15,7 @@ from __future__ import annotations
 import datetime
 import functools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from tokbackend._guard.bound import UNBOUNDED, DerivationBudget, DerivationMeter, GuardUnavailableError
 from tokbackend._guard.boundaries import boundary_tokenizer_json
@@ -23,13 +23,19 @@ from tokbackend._guard.candidates import FIXED_PLANES_STRIDE, candidate_runs, re
 from tokbackend._guard.contexts import ScanContext, derive_contexts
 from tokbackend._guard.records import RECORD_FORMAT, GuardRecord, RecordKey, describe_pipeline
 from tokbackend._guard.scan import ScanReport, from_ranges, plane_code_points, ranges, scan
-from tokbackend.backends._base import BatchEncoder, EncodeBackend
+from tokbackend.backends._base import BackendClass, BatchEncoder, EncodeBackend
 
 FULL_PLANES = (0, 1, 2, 3, 14)
 SCREENED_PLANES = (4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15, 16)
 SCREEN_CONTEXTS = (ScanContext("a{0}'s {0}1", "screen"), ScanContext(" {0}{0}\u0301 \u0345{0}\u0334", "screen"))
 
 BackendBuilder = Callable[[str], EncodeBackend]  # tokenizer.json -> a backend (its encode_batch is used)
+Encoders = tuple[BatchEncoder, BatchEncoder]  # (HuggingFace's, a backend's)
+
+
+def scanning_instances(kind: BackendClass) -> BackendBuilder:
+    """Builds a derivation's throw-away instances of `kind` (its options for scanning)."""
+    return lambda text: kind(text, kind.options_for_scanning())
 
 
 def _hf_encoder(tokenizer_json: str) -> BatchEncoder:
@@ -46,27 +52,22 @@ def _hf_encoder(tokenizer_json: str) -> BatchEncoder:
     return encode_batch
 
 
-def _encoder_pair(tokenizer_json: str, build_backend: BackendBuilder) -> tuple[BatchEncoder, BatchEncoder]:
+def _encoder_pair(tokenizer_json: str, build_backend: BackendBuilder) -> Encoders:
     """(HuggingFace's, a new backend instance's) encode of `tokenizer_json`."""
     return _hf_encoder(tokenizer_json), build_backend(tokenizer_json).encode_batch
 
 
 def core_contexts(contexts: list[ScanContext], per_family: int = 2) -> list[ScanContext]:
     """The first `per_family` contexts of each family."""
-    taken: dict[str, int] = {}
-    core = []
+    core: list[ScanContext] = []
     for context in contexts:
-        taken[context.family] = taken.get(context.family, 0) + 1
-        if taken[context.family] <= per_family:
+        if sum(other.family == context.family for other in core) < per_family:
             core.append(context)
     return core
 
 
 def refuse_if_wrong_on_ascii(
-    encoders: tuple[BatchEncoder, BatchEncoder],
-    contexts: list[ScanContext],
-    what: str,
-    meter: DerivationMeter | None = None,
+    encoders: Encoders, contexts: list[ScanContext], what: str, meter: DerivationMeter | None = None
 ) -> None:
     """Raise GuardUnavailableError at the first ASCII-only text (an ASCII code point in an ASCII
     context) on which the backend differs from HuggingFace (`encoders`: HF's, the backend's): no
@@ -74,23 +75,20 @@ def refuse_if_wrong_on_ascii(
     reference, candidate = encoders
     for context in [context for context in contexts if context.template.isascii()]:
         found = scan(reference, {"backend": candidate}, [context], list(range(0x80)), meter=meter)["backend"].divergent[context]
-        if found:
-            raise GuardUnavailableError(
-                f"{what}: not derived: the backend differs from HuggingFace on {_ascii_example(encoders, context, found[0])}, "
-                "which no guard sends to HuggingFace; no record written"
-            )
-
-
-def _ascii_example(encoders: tuple[BatchEncoder, BatchEncoder], context: ScanContext, code_point: int) -> str:
-    """'the ASCII text 'a's' (backend [...], HF [...])': the code point in its context, alone or
-    between the line breaks of the scan's strings (where `scan._culprits` may have found it)."""
-    reference, candidate = encoders
-    text = context.format(chr(code_point))
-    for framed in (text, f"\n{text}\n"):
-        expected, actual = reference([framed])[0], candidate([framed])[0]
-        if expected != actual:
-            return f"the ASCII text {framed!r} (backend {actual[:12]}, HF {expected[:12]})"
-    return f"ASCII text: U+{code_point:04X} in the context {context.template!r} among the scan's other code points"
+        if not found:
+            continue
+        # the code point in its context, alone or between the line breaks of the scan's strings
+        # (where `scan._culprits` may have found it)
+        text = context.format(chr(found[0]))
+        example = f"ASCII text: U+{found[0]:04X} in the context {context.template!r} among the scan's other code points"
+        for framed in (text, f"\n{text}\n"):
+            if (expected := reference([framed])[0]) != (actual := candidate([framed])[0]):
+                example = f"the ASCII text {framed!r} (backend {actual[:12]}, HF {expected[:12]})"
+                break
+        raise GuardUnavailableError(
+            f"{what}: not derived: the backend differs from HuggingFace on {example}, which no guard sends to HuggingFace; "
+            "no record written"
+        )
 
 
 def code_points_to_scan(reference: BatchEncoder, candidates: dict[str, BatchEncoder]) -> list[int]:
@@ -135,12 +133,11 @@ def derive_record(
     build_backend: BackendBuilder,
     key: RecordKey,
     versions: dict[str, str],
-    contexts: list[ScanContext] | None = None,
     code_points: list[int] | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> GuardRecord:
     """The full scan: both oracles over every code point (see the module docstring)."""
-    contexts = contexts or derive_contexts(tokenizer_json)
+    contexts = derive_contexts(tokenizer_json)
     started = time.perf_counter()
     reports = run_oracles(tokenizer_json, build_backend, contexts, code_points, progress)
     return _record(tokenizer_json, backend_name, key, versions, contexts, reports, "full", started)
@@ -152,100 +149,54 @@ def derive_fast(
     build_backend: BackendBuilder,
     key: RecordKey,
     versions: dict[str, str],
-    code_points: list[int] | None = None,
+    code_points: Sequence[int] | None = None,
     progress: Callable[[str], None] | None = None,
     budget: DerivationBudget = UNBOUNDED,
+    served: Encoders | None = None,
+    ascii_probed: bool = False,
 ) -> GuardRecord:
-    """The fast derivation (see the module docstring). `code_points`: scan exactly these in every
-    context instead. `budget`: raises DerivationOverBudget past it; none by default, as offline."""
-    derivation = FastDerivation(tokenizer_json, build_backend, code_points, progress, budget=budget, backend_name=backend_name)
-    return derivation.record(backend_name, key, versions)
+    """The fast derivation (see the module docstring): the screen of the sample, then every
+    candidate run and the run around each code point the screen found. `code_points`: scan
+    exactly these in every context instead. `budget`: raises DerivationOverBudget past it (none by
+    default, as offline), having written nothing. `served`: (HF's, the backend's) encode of this
+    very tokenizer, for the screen. `ascii_probed`: the caller has refused a backend wrong on
+    ASCII already (`load_guard(refuses=...)`), so the screen skips that comparison."""
+    started = time.perf_counter()
+    what = f"the {backend_name} guard for {describe_pipeline(tokenizer_json)}"
+    meter = DerivationMeter(budget, what)
+    boundary_json = boundary_tokenizer_json(tokenizer_json)
+    oracle = "ids" if boundary_json is None else "boundaries"
+    contexts = derive_contexts(tokenizer_json)
+    own_encoders = functools.cache(lambda: _encoder_pair(boundary_json or tokenizer_json, build_backend))
 
+    def scanned(points: Sequence[int], over: Sequence[ScanContext] = contexts, encoders: Encoders | None = None) -> ScanReport:
+        reference, candidate = encoders or own_encoders()
+        if progress is not None:
+            progress(f"{oracle}: {len(points)} code points x {len(over)} contexts")
+        return scan(reference, {oracle: candidate}, over, points, meter=meter)[oracle]
 
-class FastDerivation:
-    """`derive_fast` in two steps: building it runs the cheap part (the comparison on ASCII and
-    the screen of the sample); `record()` scans every candidate run, and the run around each code
-    point the screen found, in every context. Together they keep to `budget` (the time between
-    them not counted); either raises GuardUnavailableError, having written nothing."""
-
-    def __init__(
-        self,
-        tokenizer_json: str,
-        build_backend: BackendBuilder,
-        code_points: list[int] | None = None,
-        progress: Callable[[str], None] | None = None,
-        served: tuple[BatchEncoder, BatchEncoder] | None = None,
-        budget: DerivationBudget = UNBOUNDED,
-        backend_name: str = "backend",
-        ascii_probed: bool = False,
-    ) -> None:
-        """served: (HF's, the backend's) encode of this very tokenizer, for the screen where the
-        oracle is "ids"; `record()` builds its own (its encodes must not count toward the served
-        backend's renewals). `ascii_probed`: the caller has refused a backend wrong on ASCII
-        already (`load_guard(refuses=...)`), so the screen skips that comparison; `record()`
-        makes it in every case."""
-        self._started = time.perf_counter()
-        self._budget = budget
-        self._progress = progress
-        self._build_backend = build_backend
-        self._what = f"the {backend_name} guard for {describe_pipeline(tokenizer_json)}"
-        meter = budget.meter(self._what)
-        self._tokenizer_json = tokenizer_json
-        self._code_points = code_points
-        boundary_json = boundary_tokenizer_json(tokenizer_json)
-        self._oracle = "ids" if boundary_json is None else "boundaries"
-        self._oracle_json = boundary_json or tokenizer_json
-        self._contexts = derive_contexts(tokenizer_json)
-        if code_points is None:
-            self._runs = candidate_runs(tokenizer_json)
-            self._samples = sample(FULL_PLANES, self._runs) + sample(SCREENED_PLANES, self._runs, FIXED_PLANES_STRIDE)
-            screen = served if served is not None and self._oracle == "ids" else None
-            if not ascii_probed:
-                refuse_if_wrong_on_ascii(screen or self._own_encoders, self._contexts, self._what, meter)
-            screened = self._scanned(self._samples, meter, SCREEN_CONTEXTS, screen)
-            # the runs around what the screen found (each up to 8,193 code points, read one by one)
-            self._widened = []
-            for point in (found := screened.all_divergent):
-                self._widened.append(run_around(point))
-                meter.check(f"the runs around {len(self._widened)} of the {len(found)} code points the screen found")
-        self._spent = meter.seconds()
-
-    @functools.cached_property
-    def _own_encoders(self) -> tuple[BatchEncoder, BatchEncoder]:
-        """The oracle's pair, built on first use."""
-        return _encoder_pair(self._oracle_json, self._build_backend)
-
-    def _scanned(
-        self,
-        points: list[int],
-        meter: DerivationMeter,
-        over: list[ScanContext] | tuple[ScanContext, ...] | None = None,
-        encoders: tuple[BatchEncoder, BatchEncoder] | None = None,
-    ) -> ScanReport:
-        over = self._contexts if over is None else over
-        reference, candidate = encoders or self._own_encoders
-        if self._progress is not None:
-            self._progress(f"{self._oracle}: {len(points)} code points x {len(over)} contexts")
-        return scan(reference, {self._oracle: candidate}, over, points, meter=meter)[self._oracle]
-
-    def record(self, backend_name: str, key: RecordKey, versions: dict[str, str]) -> GuardRecord:
-        """The record of the fast derivation (see the module docstring)."""
-        meter = self._budget.meter(self._what, self._spent)
-        if self._code_points is not None:
-            refuse_if_wrong_on_ascii(self._own_encoders, self._contexts, self._what, meter)
-            merged = self._scanned(self._code_points, meter)
-        else:
-            runs = self._runs
-            chosen = sorted({point for run in runs for point in representatives(run)})
-            merged, widen = _spread_over_runs(self._scanned(chosen, meter), runs)
-            widen += self._widened
-            rest = sorted(from_ranges(widen) - set(chosen))
-            if rest:
-                for context, found in self._scanned(rest, meter).divergent.items():
-                    merged.divergent[context] = sorted({*merged.divergent.get(context, ()), *found})
-            merged.scanned = len(chosen) + len(self._samples) + len(rest)
-        reports = {self._oracle: merged}
-        return _record(self._tokenizer_json, backend_name, key, versions, self._contexts, reports, "fast", self._started)
+    if code_points is not None:
+        refuse_if_wrong_on_ascii(own_encoders(), contexts, what, meter)
+        merged = scanned(code_points)
+    else:
+        runs = candidate_runs(tokenizer_json)
+        samples = sample(FULL_PLANES, runs) + sample(SCREENED_PLANES, runs, FIXED_PLANES_STRIDE)
+        screen = served if served is not None and oracle == "ids" else None
+        if not ascii_probed:
+            refuse_if_wrong_on_ascii(screen or own_encoders(), contexts, what, meter)
+        # the runs around what the screen found (each up to 8,193 code points, read one by one)
+        widened = []
+        for point in (found := scanned(samples, SCREEN_CONTEXTS, screen).all_divergent):
+            widened.append(run_around(point))
+            meter.check(f"the runs around {len(widened)} of the {len(found)} code points the screen found")
+        chosen = sorted({point for run in runs for point in representatives(run)})
+        merged, mixed = _spread_over_runs(scanned(chosen), runs)
+        rest = sorted(from_ranges(mixed + widened) - set(chosen))
+        if rest:
+            for context, found in scanned(rest).divergent.items():
+                merged.divergent[context] = sorted({*merged.divergent.get(context, ()), *found})
+        merged.scanned = len(chosen) + len(samples) + len(rest)
+    return _record(tokenizer_json, backend_name, key, versions, contexts, {oracle: merged}, "fast", started)
 
 
 def _spread_over_runs(report: ScanReport, runs: list[tuple[int, int]]) -> tuple[ScanReport, list[tuple[int, int]]]:

@@ -9,24 +9,22 @@ import functools
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
-from tokbackend._guard import UnicodeGuard, guard_versions
-from tokbackend._guard.bound import UNBOUNDED, GuardUnavailableError
-from tokbackend._guard.derive import derive_fast, derive_record
-from tokbackend._guard.records import GuardRecord, record_key, write_record
-from tokbackend._guard.scan import from_ranges
+from tokbackend._guard import UnicodeGuard, guard_versions, written_guard
+from tokbackend._guard.bound import GuardUnavailableError
+from tokbackend._guard.derive import derive_fast, derive_record, scanning_instances
+from tokbackend._guard.records import record_key
 from tokbackend.backends import backend_class
 from tokbackend.backends._base import BackendUnavailableError
 
 
 @dataclasses.dataclass(frozen=True)
 class Derived:
-    """What deriving one backend's record gave: the record, the guard it makes and where it was
-    written; or why there is none (`problem`); neither where the backend needs no guard."""
+    """What deriving one backend's record gave: the guard it makes (its `record` carries the
+    `path` it was written to); or why there is none (`problem`); neither where the backend needs
+    no guard."""
 
     backend: str
-    record: GuardRecord | None = None
     guard: UnicodeGuard | None = None
-    path: Path | None = None
     problem: str | None = None  # "cannot serve this model (...)", "not exact for this model (...)"
 
 
@@ -41,9 +39,9 @@ def derive_records(
     `progress(backend, step)` is told each step of a derivation.
 
     >>> for derived in derive_records(tokenizer_json, ["gigatoken"], Path("baked")):  # doctest: +SKIP
-    ...     print(derived.backend, derived.problem or derived.path)
+    ...     print(derived.backend, derived.problem or derived.guard.record["path"])
     """
-    derive = derive_record if full else functools.partial(derive_fast, budget=UNBOUNDED)
+    derive = derive_record if full else derive_fast
     for name in backends:
         kind = backend_class(name)
         if not kind.needs_unicode_guard:
@@ -53,7 +51,7 @@ def derive_records(
             record = derive(
                 tokenizer_json,
                 kind.guard_family,
-                lambda text, kind=kind: kind(text, kind.options_for_scanning()),  # type: ignore[misc]  # python/mypy#15459
+                scanning_instances(kind),
                 record_key(tokenizer_json, kind.guard_family),
                 guard_versions(tuple(kind.versioned_libraries)),
                 progress=None if progress is None else functools.partial(progress, name),
@@ -63,6 +61,4 @@ def derive_records(
         except GuardUnavailableError as error:  # wrong on ASCII text: no guard can make it exact
             yield Derived(name, problem=f"not exact for this model ({error})")
         else:
-            path = write_record(record, directory)
-            guard = UnicodeGuard(from_ranges(record["code_points"]), {**record, "path": str(path), "matched": "derived here"})
-            yield Derived(name, record=record, guard=guard, path=path)
+            yield Derived(name, written_guard(record, directory))

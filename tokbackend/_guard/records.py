@@ -152,13 +152,6 @@ def record_key(tokenizer_json: str, family: str) -> RecordKey:
     return RecordKey(family, pipeline_fingerprint(tokenizer_json), tokenizer_json)
 
 
-def _result_digest(record: GuardRecord) -> str:
-    """What a derivation found (and how), independent of when and on which versions."""
-    keys = ("backend", "scope", "pipeline", "model_fingerprint", "vocabulary_fingerprint", "contexts", "code_points", "found_by")
-    found = {key: record.get(key) for key in keys}
-    return hashlib.sha256(json.dumps(found, sort_keys=True).encode("utf-8")).hexdigest()[:8]
-
-
 def find_record(
     key: RecordKey, cache_dir: Path, versions: dict[str, str], shipped: Path = SHIPPED_RECORDS
 ) -> tuple[GuardRecord | None, GuardRecord | None]:
@@ -172,35 +165,28 @@ def find_record(
         if not any(directory.glob(f"{key.family}-*.json")):
             continue  # the model's fingerprint (~30 ms) is read only where records of the family are
         for matched in ("pipeline", "model", "model, earlier format"):
-            for path in sorted(directory.glob(_glob(key, matched))):
+            # the names `write_record` gives the records `key` may match as `matched`, and what they hold
+            current, pipeline = {"format": RECORD_FORMAT, "pipeline": key.pipeline}, f"{key.family}-p{key.pipeline[:16]}-"
+            if matched == "pipeline":
+                wanted, names = current, f"{pipeline}[!m]*.json"
+            elif matched == "model":
+                wanted = {**current, "model_fingerprint": key.model, "vocabulary_fingerprint": key.vocabulary}
+                names = f"{pipeline}m{key.model[:12]}-v{key.vocabulary[:12]}-*.json"
+            else:
+                wanted, names = {"format": LEGACY_FORMAT, "model_fingerprint": key.model}, f"{key.family}-{key.model[:16]}-*.json"
+            for path in sorted(directory.glob(names)):
                 record = read_json_object(path, "guard record")
                 if record is None:
                     if directory == cache_dir / "guards":
                         with contextlib.suppress(OSError):
                             path.unlink()
                     continue
-                if _applies(record, key, matched) and versions in record.get("applies_to", []):
+                applies = all(record.get(field) == value for field, value in wanted.items())
+                applies = applies and (matched != "pipeline" or record.get("scope") != "model")
+                if applies and versions in record.get("applies_to", []):
                     return {**record, "path": str(path), "matched": matched, "matched_versions": versions}, record
                 stale = stale or record
     return None, stale
-
-
-def _glob(key: RecordKey, matched: str) -> str:
-    """The names `write_record` gives the records `key` may match as `matched`."""
-    if matched == "model, earlier format":
-        return f"{key.family}-{key.model[:16]}-*.json"
-    pipeline = f"{key.family}-p{key.pipeline[:16]}-"
-    return pipeline + ("[!m]*.json" if matched == "pipeline" else f"m{key.model[:12]}-v{key.vocabulary[:12]}-*.json")
-
-
-def _applies(record: GuardRecord, key: RecordKey, matched: str) -> bool:
-    if matched == "model, earlier format":
-        return record.get("format") == LEGACY_FORMAT and record.get("model_fingerprint") == key.model
-    if record.get("format") != RECORD_FORMAT or record.get("pipeline") != key.pipeline:
-        return False
-    if matched == "pipeline":
-        return record.get("scope") != "model"
-    return record.get("model_fingerprint") == key.model and record.get("vocabulary_fingerprint") == key.vocabulary
 
 
 def write_record(record: GuardRecord, directory: Path) -> Path:
@@ -215,7 +201,10 @@ def write_record(record: GuardRecord, directory: Path) -> Path:
         prefix = f"{record['backend']}-p{record['pipeline'][:16]}-"
         if record.get("scope") == "model":
             prefix += f"m{record['model_fingerprint'][:12]}-v{record['vocabulary_fingerprint'][:12]}-"
-    path = directory / f"{prefix}{_result_digest(record)}.json"
+    # named by what the derivation found (and how), independent of when and on which versions
+    found = {key: record.get(key) for key in ("backend", "scope", "pipeline", "model_fingerprint", "vocabulary_fingerprint")}
+    found |= {key: record.get(key) for key in ("contexts", "code_points", "found_by")}
+    path = directory / f"{prefix}{hashlib.sha256(json.dumps(found, sort_keys=True).encode('utf-8')).hexdigest()[:8]}.json"
     existing = read_json_object(path, "guard record")
     if existing is not None:  # its labels ("families", "models") kept
         known = existing.get("applies_to", [])

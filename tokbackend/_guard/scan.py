@@ -24,13 +24,8 @@ BATCH = 512
 PLANE = 0x10000
 
 
-def all_code_points() -> list[int]:
-    """U+0000..U+10FFFF without the surrogates (which are not valid text)."""
-    return plane_code_points(range(17))
-
-
 def plane_code_points(planes: Iterable[int]) -> list[int]:
-    """Every code point of the given planes, surrogates excluded, in order."""
+    """Every code point of the given planes, surrogates excluded (they are not valid text), in order."""
     return [
         code_point
         for plane in sorted(set(planes))
@@ -102,7 +97,7 @@ def scan(
     reference: BatchEncoder,
     candidates: dict[str, BatchEncoder],
     contexts: Sequence[ScanContext],
-    code_points: list[int] | None = None,
+    code_points: Sequence[int],
     progress: Callable[[ScanContext], None] | None = None,
     meter: DerivationMeter | None = None,
 ) -> dict[str, ScanReport]:
@@ -110,7 +105,6 @@ def scan(
     `meter` (a derivation's budget) after each batch. The reference (usually HuggingFace, the slow
     side) runs once per context for all candidates."""
     started = time.perf_counter()
-    code_points = all_code_points() if code_points is None else code_points
     divergent: dict[str, dict[ScanContext, list[int]]] = {name: {} for name in candidates}
     groups = [code_points[start : start + _PER_STRING] for start in range(0, len(code_points), _PER_STRING)]
     per_batch = BATCH // _PER_STRING
@@ -118,7 +112,7 @@ def scan(
     # GIL); one thread a candidate for the whole scan, not one a batch
     with ThreadPoolExecutor(max_workers=len(candidates) or 1, thread_name_prefix="tokbackend-scan") as threads:
         for index, context in enumerate(contexts):
-            found: dict[str, list[int]] = {name: [] for name in candidates}
+            found = {name: divergent[name].setdefault(context, []) for name in candidates}
             for start in range(0, len(groups), per_batch):
                 batch = groups[start : start + per_batch]
                 strings = ["\n".join(context.format(chr(code_point)) for code_point in group) for group in batch]
@@ -130,15 +124,13 @@ def scan(
                             found[name].extend(_culprits(reference, candidate, group, context))
                 if meter is not None:
                     meter.check(f"context {index + 1} of {len(contexts)} ({context.template!r}), {len(code_points)} code points")
-            for name in candidates:
-                divergent[name][context] = found[name]
             if progress is not None:
                 progress(context)
     seconds = time.perf_counter() - started
     return {name: ScanReport(found, len(code_points), seconds) for name, found in divergent.items()}
 
 
-def _culprits(reference: BatchEncoder, candidate: BatchEncoder, group: list[int], context: ScanContext) -> list[int]:
+def _culprits(reference: BatchEncoder, candidate: BatchEncoder, group: Sequence[int], context: ScanContext) -> list[int]:
     """The code points of a differing group that differ on their own: first alone in the
     context, then framed by the group's line breaks (a trailing newline is where a punctuation
     run such as ` ?[^\\s\\p{L}]+[\\r\\n]*` shows a class difference), then by halving the group."""

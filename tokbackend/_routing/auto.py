@@ -9,20 +9,15 @@ other processes of a server try it first; it and the candidates passed over are 
 
 from __future__ import annotations
 
-import logging
 from typing import TYPE_CHECKING
 
-from tokbackend._guard import GuardUnavailableError
 from tokbackend._routing import choices
-from tokbackend._routing.lanes import Lane, NoExactBackend, Routing, Shortfall, build_lane, probe_lane
+from tokbackend._routing.lanes import NoExactBackend, Routing, Shortfall, probed_lane
 from tokbackend.backends import available_backends, backend_class, versioned_libraries
-from tokbackend.backends._base import BackendUnavailableError
 
 if TYPE_CHECKING:
     from tokbackend._options import AccelerationOptions
     from tokbackend._reference import Reference
-
-logger = logging.getLogger("tokbackend")
 
 DEFAULT_PREFERENCE = 50
 
@@ -53,32 +48,24 @@ def choose_routing(reference: Reference, tokenizer_json: str, options: Accelerat
     rejected: dict[str, str] = {}
     probe_seconds = 0.0
     for name in order:
-        outcome, seconds = _qualify(name, reference, tokenizer_json, options, model)
+        try:
+            lane, seconds = probed_lane(name, tokenizer_json, options, reference, model)
+        except NoExactBackend as error:
+            rejected[name] = error.reason
+            probe_seconds += error.probe_seconds
+            continue
+        except ImportError as error:  # a registered backend's module: it cannot serve either
+            rejected[name] = f"{type(error).__name__}: {error}"
+            continue
         probe_seconds += seconds
-        if isinstance(outcome, Lane):
-            if name != remembered:
-                choices.remember(key, name)
-            passed_over = "".join(f"; {other} not exact here ({why})" for other, why in rejected.items())
-            how = f"the first in auto's order that is exact ({', '.join(candidates())})"
-            if name == remembered:  # a choice another process may have made minutes ago: say what it is
-                how = choices.described(key)
-            untried = [other for other in order if other != name and other not in rejected]
-            reason = f"{how}{passed_over}" + (f"; not built: {', '.join(untried)}" if untried else "")
-            return Routing(outcome, reason), probe_seconds
-        rejected[name] = outcome
+        if name != remembered:
+            choices.remember(key, name)
+        passed_over = "".join(f"; {other} not exact here ({why})" for other, why in rejected.items())
+        how = f"the first in auto's order that is exact ({', '.join(candidates())})"
+        if name == remembered:  # a choice another process may have made minutes ago: say what it is
+            how = choices.described(key)
+        untried = [other for other in order if other != name and other not in rejected]
+        reason = f"{how}{passed_over}" + (f"; not built: {', '.join(untried)}" if untried else "")
+        return Routing(lane, reason), probe_seconds
     detail = "; ".join(f"{name}: {why}" for name, why in rejected.items()) or "no candidate backends are registered"
     raise NoExactBackend(Shortfall.NO_CANDIDATE, f"no backend is exact for {model} ({detail})")
-
-
-def _qualify(
-    name: str, reference: Reference, tokenizer_json: str, options: AccelerationOptions, model: str
-) -> tuple[Lane | str, float]:
-    """(the candidate's lane, or why it does not qualify; seconds spent probing)."""
-    try:
-        lane = build_lane(name, tokenizer_json, options, reference=reference)
-    except (BackendUnavailableError, GuardUnavailableError, ImportError) as error:
-        return f"{type(error).__name__}: {error}", 0.0
-    if not options.probe:
-        return lane, 0.0
-    mismatch, seconds = probe_lane(lane, reference, model)
-    return (lane if mismatch is None else mismatch), seconds

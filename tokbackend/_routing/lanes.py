@@ -118,7 +118,7 @@ class Routing:
         return ids, guarded
 
 
-def build_lane(name: str, tokenizer_json: str, options: AccelerationOptions, reference: Reference | None = None) -> Lane:
+def build_lane(name: str, tokenizer_json: str, options: AccelerationOptions, reference: Reference) -> Lane:
     """Build backend `name` for this tokenizer.json (bounded by the cache budget where its caches
     never shrink) with its exact guard. Raises BackendUnavailableError (a panic or any other
     error too, named) and GuardUnavailableError.
@@ -130,54 +130,57 @@ def build_lane(name: str, tokenizer_json: str, options: AccelerationOptions, ref
     derivation stops past `options.guard.budget`."""
     try:
         with panics_as_errors(name, "building its lane", BackendUnavailableError):
-            return _built_lane(name, tokenizer_json, options, reference)
+            kind = backend_class(name)
+
+            def load() -> EncodeBackend:
+                if kind.grows_without_bound and options.cache_budget_mib is not None:
+                    return RenewingBackend(lambda: kind(tokenizer_json, kind.Options()), options.cache_budget_mib)
+                return kind(tokenizer_json, kind.Options())
+
+            loading = OnItsOwnThread(load, "tokbackend-backend-load")
+
+            def wrong_on_ascii() -> str | None:
+                if (mismatch := ascii_probe(loading.result(), reference.hf_ids).mismatch) is None:
+                    return None
+                text = mismatch.describe()
+                return f"the backend disagrees with HuggingFace on the ASCII text {text}, which no guard sends to HuggingFace"
+
+            try:
+                guard = load_guard(
+                    tokenizer_json,
+                    kind,
+                    options.unicode_guard if kind.needs_unicode_guard else "off",
+                    cache_dir(),
+                    options.guard,
+                    served=(reference.rust_ids, lambda texts: loading.result().encode_batch(texts)),
+                    refuses=wrong_on_ascii if options.probe else None,
+                )
+            except BaseException:
+                loading.result()  # a backend that cannot load is the clearer cause: raise that first
+                raise
+            return Lane(name, loading.result(), guard)
     except (BackendUnavailableError, GuardUnavailableError, ImportError):
         raise
     except Exception as error:
         raise BackendUnavailableError(f"backend {name}: building its lane failed: {type(error).__name__}: {error}") from error
 
 
-def _built_lane(name: str, tokenizer_json: str, options: AccelerationOptions, reference: Reference | None) -> Lane:
-    kind = backend_class(name)
-
-    def load() -> EncodeBackend:
-        if kind.grows_without_bound and options.cache_budget_mib is not None:
-            return RenewingBackend(lambda: kind(tokenizer_json, kind.Options()), options.cache_budget_mib)
-        return kind(tokenizer_json, kind.Options())
-
-    guard_mode = options.unicode_guard if kind.needs_unicode_guard else "off"
-    loading = OnItsOwnThread(load, "tokbackend-backend-load")
-
-    def wrong_on_ascii() -> str | None:
-        assert reference is not None
-        mismatch = ascii_probe(loading.result(), reference.hf_ids).mismatch
-        if mismatch is None:
-            return None
-        return (
-            f"the backend disagrees with HuggingFace on the ASCII text {mismatch.describe()}, which no guard sends to HuggingFace"
-        )
-
+def probed_lane(
+    name: str, tokenizer_json: str, options: AccelerationOptions, reference: Reference, model: str
+) -> tuple[Lane, float]:
+    """(backend `name`'s lane, seconds spent probing it where `options.probe`); raises
+    NoExactBackend where it cannot load, its guard is refused or the boot probe finds a mismatch
+    (then with the lane built, as the routing a named backend would have had)."""
     try:
-        guard = load_guard(
-            tokenizer_json,
-            kind.guard_family,
-            tuple(kind.versioned_libraries),
-            lambda text: kind(text, kind.options_for_scanning()),
-            guard_mode,
-            cache_dir(),
-            options.guard,
-            served=None if reference is None else (reference.rust_ids, lambda texts: loading.result().encode_batch(texts)),
-            refuses=wrong_on_ascii if options.probe and reference is not None else None,
-        )
-    except BaseException:
-        loading.result()  # a backend that cannot load is the clearer cause: raise that first
-        raise
-    return Lane(name, loading.result(), guard)
-
-
-def probe_lane(lane: Lane, reference: Reference, model: str) -> tuple[str | None, float]:
-    """(a message naming the first edge string the lane gets wrong, or None; seconds taken)."""
+        lane = build_lane(name, tokenizer_json, options, reference)
+    except BackendUnavailableError as error:
+        raise NoExactBackend(Shortfall.UNAVAILABLE, str(error)) from error
+    except GuardUnavailableError as error:
+        raise NoExactBackend(Shortfall.INEXACT, str(error), strict_message=f"tokbackend: {model}: {error}") from error
+    if not options.probe:
+        return lane, 0.0
     result = run_probe(lane.backend, reference, lane.guard)
-    if result.mismatch is None:
-        return None, result.seconds
-    return f"backend {lane.name!r} disagrees with HuggingFace for {model} on {result.mismatch.describe()}", result.seconds
+    if result.mismatch is not None:
+        why = f"probe mismatch: backend {name!r} disagrees with HuggingFace for {model} on {result.mismatch.describe()}"
+        raise NoExactBackend(Shortfall.INEXACT, why, routing=Routing(lane, "named explicitly"), probe_seconds=result.seconds)
+    return lane, result.seconds
