@@ -8,7 +8,7 @@ user call's truncation off under it; fast-path answers set nothing.
 
 `SettingsGate` (one per Rust tokenizer, `gate_of`) admits HF calls together only while they ask
 for the same settings; an internal group puts back what HF's last call left. A fast answer only
-records what HF's call would have left (one store to `left`), applied (`settle`) before
+records what HF's call would have left (`answered`: one store), applied (`settle`) before
 anything reads the settings through the accelerated tokenizer. Calls through another object
 sharing the Rust tokenizer pass no gate: their race stays HF's own.
 """
@@ -75,6 +75,10 @@ class SettingsGate:
         self._key: Any = None
         self._internal = False
         self._owners = threading.local()  # how deep this thread is inside the gate
+
+    def answered(self, settings: Settings) -> None:
+        """A fast-path answer: HF's call would have left `settings` (the one seam for it)."""
+        self.left = settings
 
     @contextlib.contextmanager
     def entered(self, rust: Any, key: Any, internal: bool) -> Iterator[None]:

@@ -155,7 +155,7 @@ class AcceleratedTokenizerMixin(_HFTokenizer):
         truncation = truncation_of(kwargs) if kwargs else None
         ids = state.answer(self._tokbackend_reference, texts, add_special_tokens, truncation, arrays)
         if ids is not None:  # the settings HF's call would have left on the Rust tokenizer
-            self._tokbackend_gate.left = PLAIN if truncation is None else _left_by(truncation, kwargs, side)
+            self._tokbackend_gate.answered(PLAIN if truncation is None else _left_by(truncation, kwargs, side))
         return ids
 
     def tokenize(self, *args: Any, **kwargs: Any) -> list[str]:
