@@ -18,8 +18,9 @@ T = TypeVar("T")
 
 def exiting() -> bool:
     """Whether the interpreter has started to exit: threading's shutdown sets this flag before it
-    runs its exit hooks and joins the non-daemon threads (atexit's hooks run after)."""
-    return bool(threading._SHUTTING_DOWN)  # type: ignore[attr-defined]
+    runs its exit hooks and joins the non-daemon threads (atexit's hooks run after). A private
+    name of CPython's (3.9 on): where it is missing, background work runs to its end instead."""
+    return bool(getattr(threading, "_SHUTTING_DOWN", False))
 
 
 class OnItsOwnThread(Generic[T]):
