@@ -292,8 +292,9 @@ def _left_by(truncation: Truncation | None, kwargs: dict[str, Any], truncation_s
     `truncation` (`truncation_of(kwargs)`): plain, or its truncation without padding."""
     if truncation is None:
         return PLAIN
-    # as the Rust tokenizer reports it: `Truncation`'s max_length and stride, the strategy, the side
-    return {**vars(truncation), "strategy": kwargs["truncation_strategy"].value, "direction": truncation_side}, None, False
+    strategy = kwargs["truncation_strategy"].value
+    left = {"max_length": truncation.max_length, "stride": truncation.stride, "strategy": strategy, "direction": truncation_side}
+    return left, None, False  # as the Rust tokenizer reports it
 
 
 @functools.lru_cache(maxsize=2)
