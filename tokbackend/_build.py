@@ -12,6 +12,7 @@ import enum
 import logging
 from collections.abc import Hashable, Mapping
 from types import MappingProxyType
+from typing import NamedTuple
 
 from tokbackend._options import AccelerationOptions
 from tokbackend._process.threads import OnItsOwnThread, exiting
@@ -40,21 +41,28 @@ class Phase(str, enum.Enum):
     OFF = "off"
 
 
-# phase -> (made by, who answers, the phases whose build may replace it). Any build may also be
-# replaced by a new build for a changed tokenizer (`AccelerationState.rebuild`).
-PHASES: Mapping[Phase, tuple[str, str, tuple[Phase, ...]]] = MappingProxyType(
+class PhaseRule(NamedTuple):
+    """One row of `PHASES`."""
+
+    made_by: str
+    who_answers: str
+    followed_by: tuple[Phase, ...]  # phases whose build may replace it (a change to the tokenizer aside)
+
+
+# Any build may also be replaced by a new build for a changed tokenizer (`AccelerationState.rebuild`).
+PHASES: Mapping[Phase, PhaseRule] = MappingProxyType(
     {
-        Phase.UNBUILT: (
+        Phase.UNBUILT: PhaseRule(
             "the state, before `accelerate()` builds",
             "nobody: `accelerate()` returns once it has built",
             (Phase.FINAL, Phase.OFF),
         ),
-        Phase.FINAL: (
+        Phase.FINAL: PhaseRule(
             "`build_for`: a backend loaded, its exact guard found or derived, the boot probe passed",
             "the routing: texts its guard holds go to HF, the rest to the backend",
             (),
         ),
-        Phase.OFF: (
+        Phase.OFF: PhaseRule(
             "`build_for`: no backend is exact (or none loads, with `allow_hf_fallback`)",
             'HF, every call; the reason in `stats()["disabled_reason"]`, and `tokbackend verify` fails',
             (),
@@ -66,9 +74,9 @@ PHASES: Mapping[Phase, tuple[str, str, tuple[Phase, ...]]] = MappingProxyType(
 def lifecycle_table() -> str:
     """`PHASES` as the markdown table docs/start-up.md holds."""
     rows = ["| phase | made by | who answers | what may replace it |", "|---|---|---|---|"]
-    for phase, (made_by, who_answers, followed_by) in PHASES.items():
-        follows = ", ".join(f"`{after.value}`" for after in followed_by) or "nothing"
-        rows.append(f"| `{phase.value}` | {made_by} | {who_answers} | {follows} |")
+    for phase, rule in PHASES.items():
+        follows = ", ".join(f"`{after.value}`" for after in rule.followed_by) or "nothing"
+        rows.append(f"| `{phase.value}` | {rule.made_by} | {rule.who_answers} | {follows} |")
     return "\n".join(rows) + "\n"
 
 

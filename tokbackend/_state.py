@@ -148,7 +148,7 @@ class AccelerationState:
         another tokenizer state replaces any; otherwise the step must be one `PHASES` allows."""
         current = self._serving[0]
         same_state = build is not current and build.content == current.content
-        if same_state and build.phase not in PHASES[current.phase][2]:
+        if same_state and build.phase not in PHASES[current.phase].followed_by:
             raise RuntimeError(
                 f"tokbackend: a build in phase {current.phase.value!r} cannot be replaced by one in phase {build.phase.value!r}"
             )
