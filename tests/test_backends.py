@@ -30,7 +30,7 @@ def test_renewal_wraps_any_backend(hf_tokenizer):
         return FastokensBackend(text_json, FastokensBackend.options_for_scanning())
 
     backend = RenewingBackend(build, budget_mib=1)
-    backend.prepare()  # the first spare (built once start-up is done)
+    assert backend.prepare().join(300)  # the first spare, built on a thread of its own
     texts = [f"{LONG} {index} {'é' * index}" for index in range(40)]
     expected = [hf_tokenizer.encode(text, add_special_tokens=False) for text in texts]
     assert [backend.encode(text) for text in texts] == expected
@@ -170,3 +170,28 @@ def test_gigatoken_answering_an_unknown_form_is_named():
 class _AnswersTuples:
     def encode_batch(self, texts, parallel):
         return tuple(texts)
+
+
+def test_gigatoken_encodes_one_long_text_on_its_pool_with_the_same_ids(hf_tokenizer):
+    """A text of `PARALLEL_CHARS` or more goes to gigatoken's pool even alone (its pieces encoded
+    in parallel): the ids are those of the sequential path and HF's, on long texts of each kind
+    and on runs that no pretoken boundary cuts (spaces, one letter, newlines, digits, marks)."""
+    from tokbackend.backends import _gigatoken
+
+    backend = GigatokenBackend(hf_tokenizer.backend_tokenizer.to_str(), GigatokenBackend.options_for_scanning())
+    rust, asked = backend._rust, []
+
+    class Recording:  # the Rust object's batch entry, with the `parallel` each call asked for
+        def encode_batch_list(self, texts, parallel):
+            asked.append(parallel)
+            return rust.encode_batch_list(texts, parallel=parallel)
+
+    backend._rust = Recording()
+    runs = [" " * 40_000, "a" * 40_000, "\n" * 40_000, "1" * 40_000, "e\u0301" * 20_000, "word\r\n " * 6_000]
+    texts = [prompt_text(seed, 60_000, kind) for seed, kind in enumerate(("mixed", "code", "prose"))] + runs
+    for text in texts:
+        assert len(text) >= _gigatoken.PARALLEL_CHARS
+        expected = hf_tokenizer.encode(text, add_special_tokens=False)
+        assert backend.encode(text) == expected == rust.encode_batch_list([text], parallel=False)[0]
+    assert asked == [True] * len(texts)
+    assert backend.encode("short") == hf_tokenizer.encode("short", add_special_tokens=False) and asked[-1] is False

@@ -15,7 +15,7 @@ from types import MappingProxyType
 from typing import NamedTuple
 
 from tokbackend._options import AccelerationOptions
-from tokbackend._process.threads import OnItsOwnThread, exiting
+from tokbackend._process.threads import OnItsOwnThread
 from tokbackend._reference import Reference
 from tokbackend._routing import NoExactBackend, Routing, Shortfall, build_routing
 from tokbackend._segments import Segments, segments_for
@@ -58,7 +58,7 @@ PHASES: Mapping[Phase, PhaseRule] = MappingProxyType(
             (Phase.FINAL, Phase.OFF),
         ),
         Phase.FINAL: PhaseRule(
-            "`build_for`: a backend loaded, its exact guard found or derived, the boot probe passed",
+            "`build_for`: a backend loaded, its exact guard found or derived, the boot probe passed, the backend warmed",
             "the routing: texts its guard holds go to HF, the rest to the backend",
             (),
         ),
@@ -96,7 +96,7 @@ class Build:
     segments_unsupported: str | None = None  # why this tokenizer does not use the segment cache
     # a result's Encodings asked for after the tokenizer changed are those of this state
     tokenizer_json: str | None = dataclasses.field(default=None, compare=False, repr=False)
-    # the lanes' `prepare()` (warm-ups, spares), on a background thread once they serve
+    # what the lane's `prepare()` left on a thread of its own (a renewing backend's first spare)
     preparing: OnItsOwnThread[None] | None = dataclasses.field(default=None, compare=False)
 
     @property
@@ -147,21 +147,18 @@ def build_for(reference: Reference, options: AccelerationOptions, content: Hasha
     )
 
 
-def _prepare(routing: Routing) -> OnItsOwnThread[None]:
-    """The lane's `prepare()` (warm-ups, which may take a second) on a thread of its own, skipped
-    once the interpreter exits (the thread is no daemon: `tokbackend._process.threads`)."""
-
-    def prepare() -> None:
-        lane = routing.lane
-        if exiting():
-            return
-        try:
-            with panics_as_errors(lane.name, "preparing"):
-                lane.backend.prepare()
-        except Exception as error:  # a warm-up that fails (or panics) costs only speed
-            logger.warning("backend %s: preparing it failed (%s); it serves unprepared", lane.name, error)
-
-    return OnItsOwnThread(prepare, "tokbackend-prepare")
+def _prepare(routing: Routing) -> OnItsOwnThread[None] | None:
+    """The serving lane's `prepare()`, its warm-up, run here while the build is made: the first
+    requests meet a warm backend (a fresh gigatoken pool ran a first burst ~3x slower than later
+    ones, and holds the GIL, so a warm-up beside the first calls held them up too). Returns what
+    it left on a thread of its own."""
+    lane = routing.lane
+    try:
+        with panics_as_errors(lane.name, "preparing"):
+            return lane.backend.prepare()
+    except Exception as error:  # a warm-up that fails (or panics) costs only speed
+        logger.warning("backend %s: preparing it failed (%s); it serves unprepared", lane.name, error)
+        return None
 
 
 def _unserved(failure: NoExactBackend, options: AccelerationOptions, model: str, changed: bool) -> str:

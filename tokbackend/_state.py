@@ -116,8 +116,8 @@ class AccelerationState:
         self.counters.record_fallback(reason, self.model, self.options.backend, cause, texts)
 
     def wait_until_prepared(self, timeout: float | None = None) -> bool:
-        """Wait for the backends' warm-ups (a background thread after `accelerate()`); True when
-        done. Calls need not wait: they are exact either way, only the first may be slower."""
+        """Wait for what the build left on a thread of its own (a renewing backend's first spare;
+        the warm-ups are done before `accelerate()` returns); True when done. Calls need not wait."""
         preparing = self.build.preparing
         return preparing is None or preparing.join(timeout)
 

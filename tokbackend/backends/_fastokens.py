@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from tokbackend._process.threads import exiting
+from tokbackend._process.threads import OnItsOwnThread
 from tokbackend.backends._arrays import split_uint32
 from tokbackend.backends._base import import_library, loading_tokenizer_json, panics_as_errors
 from tokbackend.backends._warmup import builtin_texts
@@ -81,11 +81,11 @@ class FastokensBackend:
     def stats(self) -> dict[str, Any]:
         return {"fastokens_single_form": self.single_form}
 
-    def prepare(self) -> None:
+    def prepare(self) -> OnItsOwnThread[None] | None:
         if self._warm:
             self.encode_batch(list(builtin_texts())[:10])
-            if not exiting():  # 12 encodes of 100k characters nothing would use
-                self._choose_single_form()
+            self._choose_single_form()
+        return None
 
     def _ids(self, text: str) -> list[int]:
         try:

@@ -48,3 +48,4 @@ class HFBackend:
 
     def prepare(self) -> None:
         """Nothing to prepare: HF's tokenizer has no warm-up worth its cost."""
+        return None

@@ -59,11 +59,12 @@ class RenewingBackend:
     def stats(self) -> dict[str, Any]:
         return {**self._current.stats(), "cache_budget_mib": self._budget_bytes >> 20, "cache_renewals": self.cache_renewals}
 
-    def prepare(self) -> None:
-        """Prepare the serving instance, then build the first spare: a renewal is then an instant
-        swap, and building one (which may pause every Python thread) is off start-up."""
+    def prepare(self) -> OnItsOwnThread[None]:
+        """Prepare the serving instance, and build the first spare on a thread of its own (returned):
+        a renewal is then an instant swap, and building one (which may pause every Python thread)
+        is off start-up."""
         self._current.prepare()
-        self._add_spare()
+        return OnItsOwnThread(self._next_spare, "tokbackend-spare")
 
     def _measured(self, call: Callable[[EncodeBackend], _T]) -> _T:
         before = resident_bytes()
@@ -87,10 +88,11 @@ class RenewingBackend:
         OnItsOwnThread(self._next_spare, "tokbackend-spare")
 
     def _next_spare(self) -> None:
-        """After a renewal, on a thread nobody waits for: free the old instance's memory and build
-        the next spare; a failure is logged, and the serving instance serves on meanwhile."""
-        time.sleep(0.1)  # let in-flight calls release the old instance
-        release_freed_memory()
+        """On a thread of its own, at start-up or after a renewal: free a renewed instance's
+        memory and build the next spare; a failure is logged, and the serving instance serves on."""
+        if self.cache_renewals:
+            time.sleep(0.1)  # let in-flight calls release the old instance
+            release_freed_memory()
         try:
             with panics_as_errors(self.name, "building a spare instance"):
                 self._add_spare()
