@@ -128,16 +128,27 @@ def model_dir() -> str:
 # -- SGLang --------------------------------------------------------------------------------------
 
 
-def sglang_one(mode: str, directory: str, arguments) -> dict:
-    from sglang.srt.entrypoints import engine
-    from sglang.srt.managers.io_struct import GenerateReqInput
-    from sglang.srt.managers.tokenizer_manager import TokenizerManager
+def sglang_plugins() -> None:
+    """SGLang's `load_plugins()`, with tokbackend's plugin registered first where its entry point
+    is not installed (the source tree on the path, as `bench/` runs it beside a venv)."""
+    from importlib.metadata import entry_points
+
     from sglang.srt.plugins import load_plugins
+
+    if not any(point.name == "tokbackend" for point in entry_points(group="sglang.srt.plugins")):
+        from tokbackend.integrations.sglang import register
+
+        register()
+    load_plugins()
+
+
+def sglang_manager(mode: str, directory: str):
+    """SGLang's `TokenizerManager` for `--tokenizer-backend MODE`, made as its launcher makes it
+    (server args resolved and published first), on the CPU. Call `sglang_plugins()` before."""
+    from sglang.srt.entrypoints import engine
+    from sglang.srt.managers.tokenizer_manager import TokenizerManager
     from sglang.srt.server_args import PortArgs, ServerArgs
 
-    load_plugins()
-    # made before the tokenizer loads: 40 unseen prompts take seconds, the final build would be in by then
-    first_seconds = texts_32k(FIRST_SECONDS_OFFSET, 40) if "first_seconds" in arguments.workloads else None
     server_args = ServerArgs(model_path=directory, tokenizer_backend=mode, device="cpu", skip_server_warmup=True)
     if hasattr(server_args, "resolve_once"):  # 0.5.19 on
         server_args.resolve_once()
@@ -145,22 +156,55 @@ def sglang_one(mode: str, directory: str, arguments) -> dict:
     engine.resolve_auto_parsers(server_args)
     if hasattr(engine, "publish"):  # 0.5.18 on
         engine.publish(server_args, role="tokenizer")
-    manager = TokenizerManager(server_args, PortArgs.init_new(server_args))
+    return TokenizerManager(server_args, PortArgs.init_new(server_args))
+
+
+async def sglang_tokenize(manager, obj, batch: int | None = None) -> list:
+    """What `manager` hands its scheduler for a request object (one, or a batch of `batch`)."""
+    obj.normalize_batch_and_arguments()
+    items = [obj] if batch is None else [obj[index] for index in range(batch)]
+    for item in items:
+        manager._init_req_state(item)
+    try:
+        if batch is None:
+            return [await manager._tokenize_one_request(obj)]
+        return await manager._batch_tokenize_and_process(batch, obj)
+    finally:
+        manager.rid_to_state.clear()
+
+
+def sglang_chat(manager, directory: str):
+    """SGLang's `OpenAIServingChat` on `manager`, with the model's own chat template."""
+    from sglang.srt.entrypoints.openai.serving_chat import OpenAIServingChat
+    from sglang.srt.parser.template_manager import TemplateManager
+
+    templates = TemplateManager()
+    templates.initialize_templates(manager, model_path=directory)
+    return OpenAIServingChat(manager, templates)
+
+
+async def sglang_chat_request(chat, messages: list[dict]):
+    """What the chat endpoint hands the scheduler for `messages`: rendered, then tokenized."""
+    from sglang.srt.entrypoints.openai.protocol import ChatCompletionRequest
+
+    adapted, _ = chat._convert_to_internal_request(ChatCompletionRequest(model="m", messages=messages, max_tokens=1), None)
+    (tokenized,) = await sglang_tokenize(chat.tokenizer_manager, adapted)
+    return tokenized
+
+
+def sglang_one(mode: str, directory: str, arguments) -> dict:
+    from sglang.srt.managers.io_struct import GenerateReqInput
+
+    sglang_plugins()
+    # made before the tokenizer loads: 40 unseen prompts take seconds, the final build would be in by then
+    first_seconds = texts_32k(FIRST_SECONDS_OFFSET, 40) if "first_seconds" in arguments.workloads else None
+    manager = sglang_manager(mode, directory)
 
     def request(text):
         return GenerateReqInput(text=text, sampling_params={"max_new_tokens": 1, "temperature": 0})
 
     async def tokenize(obj, batch: int | None = None):
-        obj.normalize_batch_and_arguments()
-        items = [obj] if batch is None else [obj[index] for index in range(batch)]
-        for item in items:
-            manager._init_req_state(item)
-        try:
-            if batch is None:
-                return [await manager._tokenize_one_request(obj)]
-            return await manager._batch_tokenize_and_process(batch, obj)
-        finally:
-            manager.rid_to_state.clear()
+        return await sglang_tokenize(manager, obj, batch)
 
     serving = serving_of(manager.tokenizer, mode)
 
@@ -218,22 +262,14 @@ def sglang_one(mode: str, directory: str, arguments) -> dict:
             out["batch_40"] = await timed_row(serving, lambda: batch_of_40(batch))
         if "agent_chat" not in arguments.workloads:
             return out | described(manager.tokenizer, mode)
-        from sglang.srt.entrypoints.openai.protocol import ChatCompletionRequest
-        from sglang.srt.entrypoints.openai.serving_chat import OpenAIServingChat
-        from sglang.srt.parser.template_manager import TemplateManager
-
-        templates = TemplateManager()
-        templates.initialize_templates(manager, model_path=directory)
-        chat = OpenAIServingChat(manager, templates)
+        chat = sglang_chat(manager, directory)
 
         async def turns() -> dict:
             times, ids = [], []
             try:
                 for messages in agent_conversation(arguments.turns):
-                    chat_request = ChatCompletionRequest(model="m", messages=messages, max_tokens=1)
                     started = time.perf_counter()
-                    adapted, _ = chat._convert_to_internal_request(chat_request, None)
-                    (tokenized,) = await tokenize(adapted)
+                    tokenized = await sglang_chat_request(chat, messages)
                     times.append(time.perf_counter() - started)
                     ids.append(tokenized.input_ids)
             except Exception as error:  # what the server would answer with a 500

@@ -17,7 +17,9 @@ A command in none of them fails `test_every_command_is_run_by_a_test_or_by_ci`.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import io
+import json
 import os
 import re
 import shlex
@@ -253,6 +255,17 @@ def _section(path: Path, heading: str) -> str:
     start = source.index(f"\n{heading}\n")
     end = source.find("\n## ", start + 1)
     return source[start : end if end != -1 else None]
+
+
+def test_the_readmes_lane_table_is_the_committed_measurement():
+    """README's table of the lanes is `table()` of bench/options.json, word for word, so a cell
+    cannot say what was not measured (`python bench/options.py readme` writes it)."""
+    spec = importlib.util.spec_from_file_location("bench_options", ROOT / "bench" / "options.py")
+    assert spec is not None and spec.loader is not None
+    options = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(options)  # the tree's bench/, not on sys.path: it imports only the standard library
+    results = json.loads((ROOT / "bench" / "options.json").read_text(encoding="utf-8"))
+    assert options.readme_table(ROOT / "README.md") == options.table(results), "run: python bench/options.py readme"
 
 
 def test_the_exit_code_table_is_verifys():
