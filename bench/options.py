@@ -240,7 +240,7 @@ def chat_one(mode: str, directory: str) -> dict:
         answered = {}
         for chars in CHAT_CHARS:
             try:
-                tokenized = await servers.sglang_chat_request(chat, chat_messages(chars))
+                tokenized = await servers.sglang_chat_request(chat, servers.sglang_chat_completion(chat_messages(chars)))
                 answered[str(chars)] = {"outcome": "ok", "ids": servers.digest(tokenized.input_ids)}
             except Exception as error:
                 answered[str(chars)] = {"outcome": type(error).__name__, "error": str(error)[:300]}

@@ -183,11 +183,17 @@ def sglang_chat(manager, directory: str):
     return OpenAIServingChat(manager, templates)
 
 
-async def sglang_chat_request(chat, messages: list[dict]):
-    """What the chat endpoint hands the scheduler for `messages`: rendered, then tokenized."""
+def sglang_chat_completion(messages: list[dict]):
+    """The `ChatCompletionRequest` the chat endpoint parses from the body (made outside the
+    timed part: the HTTP layer's work, the same whatever tokenizes)."""
     from sglang.srt.entrypoints.openai.protocol import ChatCompletionRequest
 
-    adapted, _ = chat._convert_to_internal_request(ChatCompletionRequest(model="m", messages=messages, max_tokens=1), None)
+    return ChatCompletionRequest(model="m", messages=messages, max_tokens=1)
+
+
+async def sglang_chat_request(chat, request):
+    """What the chat endpoint hands the scheduler for a `sglang_chat_completion`: rendered, then tokenized."""
+    adapted, _ = chat._convert_to_internal_request(request, None)
     (tokenized,) = await sglang_tokenize(chat.tokenizer_manager, adapted)
     return tokenized
 
@@ -268,8 +274,9 @@ def sglang_one(mode: str, directory: str, arguments) -> dict:
             times, ids = [], []
             try:
                 for messages in agent_conversation(arguments.turns):
+                    chat_request = sglang_chat_completion(messages)
                     started = time.perf_counter()
-                    tokenized = await sglang_chat_request(chat, messages)
+                    tokenized = await sglang_chat_request(chat, chat_request)
                     times.append(time.perf_counter() - started)
                     ids.append(tokenized.input_ids)
             except Exception as error:  # what the server would answer with a 500
