@@ -15,7 +15,6 @@ from types import MappingProxyType
 from typing import NamedTuple
 
 from tokbackend._options import AccelerationOptions
-from tokbackend._process.threads import OnItsOwnThread
 from tokbackend._reference import Reference
 from tokbackend._routing import NoExactBackend, Routing, Shortfall, build_routing
 from tokbackend._segments import Segments, segments_for
@@ -96,8 +95,6 @@ class Build:
     segments_unsupported: str | None = None  # why this tokenizer does not use the segment cache
     # a result's Encodings asked for after the tokenizer changed are those of this state
     tokenizer_json: str | None = dataclasses.field(default=None, compare=False, repr=False)
-    # what the lane's `prepare()` left on a thread of its own (a renewing backend's first spare)
-    preparing: OnItsOwnThread[None] | None = dataclasses.field(default=None, compare=False)
 
     @property
     def phase(self) -> Phase:
@@ -142,23 +139,21 @@ def build_for(reference: Reference, options: AccelerationOptions, content: Hasha
             probe_seconds=failure.probe_seconds,
             disabled_reason=_unserved(failure, options, model, changed),
         )
-    return dataclasses.replace(
-        common, routing=routing, disabled_reason=None, probe_seconds=probe_seconds, preparing=_prepare(routing)
-    )
+    _prepare(routing)
+    return dataclasses.replace(common, routing=routing, disabled_reason=None, probe_seconds=probe_seconds)
 
 
-def _prepare(routing: Routing) -> OnItsOwnThread[None] | None:
-    """The serving lane's `prepare()`, its warm-up, run here while the build is made: the first
-    requests meet a warm backend (a fresh gigatoken pool ran a first burst ~3x slower than later
-    ones, and holds the GIL, so a warm-up beside the first calls held them up too). Returns what
-    it left on a thread of its own."""
+def _prepare(routing: Routing) -> None:
+    """The serving lane's `prepare()` (its warm-up, a spare), here while the build is made: the
+    first requests meet a warm backend and nothing running beside them (a fresh gigatoken pool
+    ran a first burst several times slower than later ones, and its loads and warm-ups hold the
+    GIL: on a thread after `accelerate()` they held up a fresh process's first burst)."""
     lane = routing.lane
     try:
         with panics_as_errors(lane.name, "preparing"):
-            return lane.backend.prepare()
+            lane.backend.prepare()
     except Exception as error:  # a warm-up that fails (or panics) costs only speed
         logger.warning("backend %s: preparing it failed (%s); it serves unprepared", lane.name, error)
-        return None
 
 
 def _unserved(failure: NoExactBackend, options: AccelerationOptions, model: str, changed: bool) -> str:

@@ -116,10 +116,9 @@ class AccelerationState:
         self.counters.record_fallback(reason, self.model, self.options.backend, cause, texts)
 
     def wait_until_prepared(self, timeout: float | None = None) -> bool:
-        """Wait for what the build left on a thread of its own (a renewing backend's first spare;
-        the warm-ups are done before `accelerate()` returns); True when done. Calls need not wait."""
-        preparing = self.build.preparing
-        return preparing is None or preparing.join(timeout)
+        """True: a build is prepared (warm-ups, a spare) before `accelerate()` returns. Kept for
+        callers of releases that prepared on a background thread after it."""
+        return True
 
     def share_from(self, other: AccelerationState, reference: Reference) -> None:
         """Serve with `other`'s build and counters (copies of one tokenizer share one backend);

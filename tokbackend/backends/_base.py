@@ -13,8 +13,6 @@ from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import Any, Protocol, runtime_checkable
 
-from tokbackend._process.threads import OnItsOwnThread
-
 # Default growth budget, in MiB, of a backend whose caches grow without bound (`_renewal`).
 DEFAULT_CACHE_BUDGET_MIB = 256
 
@@ -115,10 +113,9 @@ class EncodeBackend(Protocol):
     def stats(self) -> dict[str, Any]:
         """Backend-specific counters for `tokenizer.tokbackend.stats()`."""
 
-    def prepare(self) -> OnItsOwnThread[None] | None:
-        """Work that makes the first calls fast (a warm-up), run once while the build is made,
-        before `accelerate()` returns; work for later calls (a spare instance) it may leave on a
-        thread of its own, returned for `wait_until_prepared()`. May do nothing (None)."""
+    def prepare(self) -> None:
+        """Work that makes the first calls fast (a warm-up, a spare instance), run once while the
+        build is made, before `accelerate()` returns. May do nothing."""
 
 
 class BackendClass(Protocol):

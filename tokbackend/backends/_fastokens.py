@@ -17,7 +17,6 @@ from typing import Any
 
 import numpy as np
 
-from tokbackend._process.threads import OnItsOwnThread
 from tokbackend.backends._arrays import split_uint32
 from tokbackend.backends._base import import_library, loading_tokenizer_json, panics_as_errors
 from tokbackend.backends._warmup import builtin_texts
@@ -81,11 +80,10 @@ class FastokensBackend:
     def stats(self) -> dict[str, Any]:
         return {"fastokens_single_form": self.single_form}
 
-    def prepare(self) -> OnItsOwnThread[None] | None:
+    def prepare(self) -> None:
         if self._warm:
             self.encode_batch(list(builtin_texts())[:10])
             self._choose_single_form()
-        return None
 
     def _ids(self, text: str) -> list[int]:
         try:

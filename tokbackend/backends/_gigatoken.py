@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tokbackend._process.forking import in_forked_child
-from tokbackend._process.threads import OnItsOwnThread
 from tokbackend.backends._arrays import split_uint32, widened
 from tokbackend.backends._base import import_library, loading_tokenizer_json, panics_as_errors
 from tokbackend.backends._warmup import builtin_texts
@@ -116,10 +115,9 @@ class GigatokenBackend:
     def stats(self) -> dict[str, Any]:
         return {}
 
-    def prepare(self) -> OnItsOwnThread[None] | None:
+    def prepare(self) -> None:
         if self._warm and not in_forked_child():
             # the pool hands each thread a contiguous run of the batch: each meets ~2 MB of it
             texts = list(builtin_texts())
             chars = sum(map(len, texts))
             self.encode_batch(texts * math.ceil(pool_threads() * _WARM_CHARS_PER_THREAD / chars))
-        return None

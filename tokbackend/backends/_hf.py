@@ -48,4 +48,3 @@ class HFBackend:
 
     def prepare(self) -> None:
         """Nothing to prepare: HF's tokenizer has no warm-up worth its cost."""
-        return None

@@ -59,12 +59,14 @@ class RenewingBackend:
     def stats(self) -> dict[str, Any]:
         return {**self._current.stats(), "cache_budget_mib": self._budget_bytes >> 20, "cache_renewals": self.cache_renewals}
 
-    def prepare(self) -> OnItsOwnThread[None]:
-        """Prepare the serving instance, and build the first spare on a thread of its own (returned):
-        a renewal is then an instant swap, and building one (which may pause every Python thread)
-        is off start-up."""
+    def prepare(self) -> None:
+        """Prepare the serving instance and build the first spare, both here, while the build is
+        made: a renewal is then an instant swap, and nothing runs beside the first requests (a
+        gigatoken load or warm-up holds the GIL; on a thread after start-up they held up the
+        first burst of a fresh process by up to a second). Spares are not warmed: one cold batch
+        after a renewal costs less than a warm-up's pause of every Python thread while serving."""
         self._current.prepare()
-        return OnItsOwnThread(self._next_spare, "tokbackend-spare")
+        self._spares.append(self._build())
 
     def _measured(self, call: Callable[[EncodeBackend], _T]) -> _T:
         before = resident_bytes()
@@ -88,11 +90,10 @@ class RenewingBackend:
         OnItsOwnThread(self._next_spare, "tokbackend-spare")
 
     def _next_spare(self) -> None:
-        """On a thread of its own, at start-up or after a renewal: free a renewed instance's
-        memory and build the next spare; a failure is logged, and the serving instance serves on."""
-        if self.cache_renewals:
-            time.sleep(0.1)  # let in-flight calls release the old instance
-            release_freed_memory()
+        """After a renewal, on a thread nobody waits for: free the old instance's memory and build
+        the next spare; a failure is logged, and the serving instance serves on meanwhile."""
+        time.sleep(0.1)  # let in-flight calls release the old instance
+        release_freed_memory()
         try:
             with panics_as_errors(self.name, "building a spare instance"):
                 self._add_spare()
@@ -102,9 +103,6 @@ class RenewingBackend:
     def _add_spare(self) -> None:
         if exiting():  # nothing will serve with it (`tokbackend._process.threads`)
             return
-        spare = self._build()
-        if not exiting():
-            spare.prepare()
-        self._spares.append(spare)
+        self._spares.append(self._build())
         # Growth seen while the spare was built is mostly the spare itself: start counting afresh.
         self._growth = 0
