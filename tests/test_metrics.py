@@ -7,15 +7,14 @@ import subprocess
 import sys
 import textwrap
 
+import prometheus_client  # the test extra's: these tests fail, not skip, without it
 import pytest
+from conftest import fresh_qwen3
+from prometheus_client import multiprocess
 
 import tokbackend
-from conftest import fresh_qwen3
 from tokbackend.backends import BackendUnavailableError
 from tokbackend.backends._gigatoken import GigatokenBackend
-
-prometheus_client = pytest.importorskip("prometheus_client")
-from prometheus_client import multiprocess  # noqa: E402
 
 GUARDED = "a\u0300\u0300\u1ae6 guarded \u017f's text"  # code points both backends' guards hand to HF
 

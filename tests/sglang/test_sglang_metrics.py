@@ -7,9 +7,7 @@ import subprocess
 import sys
 import textwrap
 
-import pytest
-
-pytest.importorskip("prometheus_client")
+from prometheus_client.parser import text_string_to_metric_families  # requirements-X.txt pins it
 
 # A fresh interpreter in SGLang's order: the plugins are imported (tokbackend with them), then
 # `--enable-metrics` sets PROMETHEUS_MULTIPROC_DIR, then the tokenizer is loaded; /metrics is
@@ -37,8 +35,6 @@ _SERVER = textwrap.dedent(
 
 
 def test_sglangs_metrics_route_serves_tokbackends_counters_in_multiprocess_mode(model_dir):
-    from prometheus_client.parser import text_string_to_metric_families
-
     done = subprocess.run([sys.executable, "-c", _SERVER, model_dir], capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stderr
     values = {
