@@ -27,6 +27,7 @@ LAYERS = [
         "backends",
         "_policy",
         "_stats",
+        "_metrics",
         "_wording",
     ],
     # what the backends are served with: the Unicode guard, the segment cache

@@ -519,11 +519,19 @@ def test_encode_takes_hfs_arguments_in_hfs_order(hf_tokenizer, fast_tokenizer):
 
 # At most this many Python frames (sys.setprofile "call" events) for a call the backend answers
 # on a final build, a short text (plain HF: 36, 37, 35). Counted, not timed: the count is the
-# same on every machine, and it is what per-call overhead is made of.
+# same on every machine, and it is what per-call overhead is made of. prometheus_client's frames
+# are counted apart (`metrics_calls_per_call`): with it, each call makes exactly one counter
+# increment and one histogram observation (docs/metrics.md), nothing more of ours.
 FRAME_LIMITS = {"encode(text)": 20, "tok(text)": 45, "tok(batch of 8)": 55}
 
 
-def frames_per_call(tokenizer) -> dict[str, int]:
+def _metrics_frame(frame) -> bool:
+    return "prometheus_client" in frame.f_code.co_filename
+
+
+def frames_per_call(tokenizer, metrics_calls: dict[str, list[str]] | None = None) -> dict[str, int]:
+    """The Python frames of each call, prometheus_client's left out; `metrics_calls` gets the
+    prometheus_client functions each call entered from outside it."""
     text = "Hello world, how are you?"
     batch = [f"{text} {index}" for index in range(8)]
     calls = {
@@ -536,10 +544,15 @@ def frames_per_call(tokenizer) -> dict[str, int]:
         for _ in range(3):
             call()  # warm: a first call may build or import
         seen: list[str] = []
+        entered: list[str] = []
 
-        def profile(frame, event, arg, seen=seen):
-            if event == "call":
+        def profile(frame, event, arg, seen=seen, entered=entered):
+            if event != "call":
+                return
+            if not _metrics_frame(frame):
                 seen.append(frame.f_code.co_name)
+            elif not _metrics_frame(frame.f_back):
+                entered.append(frame.f_code.co_name)
 
         sys.setprofile(profile)
         try:
@@ -547,14 +560,19 @@ def frames_per_call(tokenizer) -> dict[str, int]:
         finally:
             sys.setprofile(None)
         counts[name] = len(seen) - 1  # the lambda around the call
+        if metrics_calls is not None:
+            metrics_calls[name] = entered
     return counts
 
 
 def test_the_hot_path_stays_thin(fast_tokenizer):
     served = fast_tokenizer.tokbackend.stats()["fast_texts"]
-    counts = frames_per_call(fast_tokenizer)
+    metrics_calls: dict[str, list[str]] = {}
+    counts = frames_per_call(fast_tokenizer, metrics_calls)
     assert fast_tokenizer.tokbackend.stats()["fast_texts"] >= served + 9 * 4, "the backend answered none of it"
     assert all(counts[name] <= limit for name, limit in FRAME_LIMITS.items()), counts
+    once = [] if fast_tokenizer.tokbackend.metrics is None else ["inc", "observe"]  # the counter, the histogram
+    assert metrics_calls == dict.fromkeys(FRAME_LIMITS, once), metrics_calls
 
 
 def test_the_frame_count_sees_a_heavier_path(fast_tokenizer, monkeypatch):

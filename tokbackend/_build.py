@@ -130,9 +130,13 @@ def build_for(reference: Reference, options: AccelerationOptions, content: Hasha
         segments_unsupported=unsupported,
         tokenizer_json=tokenizer_json,
     )
+    from tokbackend._metrics import METRICS  # not with the package: see its docstring
+
     try:
         routing, probe_seconds = build_routing(reference, tokenizer_json, options, model)
     except NoExactBackend as failure:
+        if METRICS is not None:  # before `_unserved`, which may raise
+            METRICS.count_build(options.backend, failure.shortfall.value)
         return dataclasses.replace(
             common,
             routing=failure.routing,
@@ -140,6 +144,8 @@ def build_for(reference: Reference, options: AccelerationOptions, content: Hasha
             disabled_reason=_unserved(failure, options, model, changed),
         )
     _prepare(routing)
+    if METRICS is not None:
+        METRICS.count_build(routing.lane.name, "served")
     return dataclasses.replace(common, routing=routing, disabled_reason=None, probe_seconds=probe_seconds)
 
 

@@ -33,7 +33,11 @@ class AccelerationState:
     def __init__(self, model: str, options: AccelerationOptions) -> None:
         self.options = options
         self.model = model
-        self.counters = AccelerationStats()
+        # imported here, not with the package: see its docstring
+        from tokbackend._metrics import METRICS
+
+        self.metrics = METRICS  # None without prometheus_client
+        self.counters = AccelerationStats(METRICS)
         # the build served, and the fingerprint of the tokenizer state it was last found right for
         self._serving: tuple[Build, object] = (UNBUILT, None)
         self._rebuild_lock = fork_safe_lock(self, "_rebuild_lock")

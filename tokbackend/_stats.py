@@ -8,22 +8,27 @@ import logging
 import threading
 from collections import Counter
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tokbackend._policy import FallbackReason
 from tokbackend._process.forking import fork_safe_lock
+
+if TYPE_CHECKING:
+    from tokbackend._metrics import Metrics
 
 logger = logging.getLogger("tokbackend")
 
 
 class AccelerationStats:
-    """Thread-safe counters; the first hand-over of each reason is logged.
+    """Thread-safe counters; the first hand-over of each reason is logged. With `metrics`
+    (prometheus_client is importable), each count is added to its Prometheus counter too.
 
     The fast path takes no lock: each thread counts in cells of its own, which `snapshot()`
     sums. A thread's first call registers its cells under the lock and folds those of ended
     threads into `_ended`."""
 
-    def __init__(self) -> None:
+    def __init__(self, metrics: Metrics | None = None) -> None:
+        self._metrics = metrics
         self._lock = fork_safe_lock(self, "_lock")
         self._fallbacks: Counter[str] = Counter()
         self._local = threading.local()
@@ -40,6 +45,8 @@ class AccelerationStats:
         cells[1] += texts
         if as_arrays:
             cells[2] += texts
+        if self._metrics is not None:
+            self._metrics.fast_texts(texts)
 
     def _cells_of_this_thread(self) -> list[int]:
         cells = [0, 0, 0]
@@ -64,6 +71,8 @@ class AccelerationStats:
         with self._lock:
             first = reason.value not in self._fallbacks
             self._fallbacks[reason.value] += texts
+        if self._metrics is not None:
+            self._metrics.fallback_texts[reason](texts)
         if first:
             if isinstance(cause, BaseException):
                 cause = f"{type(cause).__name__}: {cause}"

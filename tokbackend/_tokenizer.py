@@ -16,6 +16,7 @@ import threading
 import types
 from array import array
 from collections.abc import Callable, Hashable, Iterator
+from time import perf_counter
 from typing import TYPE_CHECKING, Any, cast
 
 from tokbackend import _watch as watch
@@ -107,26 +108,43 @@ class AcceleratedTokenizerMixin(_HFTokenizer):
             and type(text) is str
             and (mode := _mode.get()) is not _HF
         ):
+            metrics = self._tokbackend.metrics  # None without prometheus_client: nothing timed
+            started = perf_counter() if metrics is not None else 0.0
             ids = self._tokbackend_answer(text, text_pair, add_special_tokens, {}, mode is _ARRAYS, ids_only=True)
             if ids is not None:
                 if len(ids[0]) > self.model_max_length:  # HF's warning (once) about a too long sequence
                     self._eventual_warn_about_too_long_sequence(ids[0], None, True)  # type: ignore[arg-type]  # HF reads its len()
+                if metrics is not None:
+                    metrics.fast_seconds(perf_counter() - started)
                 return ids[0]
             with _in_mode(_HF):  # the hand-over is counted already
-                return super().encode(text, text_pair, add_special_tokens, stride=stride, padding_side=padding_side)
+                answer = super().encode(text, text_pair, add_special_tokens, stride=stride, padding_side=padding_side)
+            if metrics is not None:
+                metrics.hf_seconds(perf_counter() - started)
+            return answer
         return super().encode(
             text, text_pair, add_special_tokens, padding, truncation, max_length, stride, padding_side, return_tensors, **kwargs
         )
 
     def _encode_plus(self, text: Any, text_pair: Any = None, add_special_tokens: bool = True, **kwargs: Any) -> BatchEncoding:  # type: ignore[override]  # HF passes the rest by keyword
         mode = _mode.get()
-        if mode is not _HF:
+        if mode is _HF:  # a hand-over timed by its caller, or HF's own call (`tokenize`)
+            metrics = None
+        else:
+            metrics = self._tokbackend.metrics  # None without prometheus_client: nothing timed
+            started = perf_counter() if metrics is not None else 0.0
             arrays = mode is _ARRAYS and kwargs.get("return_tensors") is None
             ids = self._tokbackend_answer(text, text_pair, add_special_tokens, kwargs, arrays)
             if ids is not None:
-                return self._batch_encoding(text, ids, add_special_tokens, kwargs)
+                encoding = self._batch_encoding(text, ids, add_special_tokens, kwargs)
+                if metrics is not None:
+                    metrics.fast_seconds(perf_counter() - started)
+                return encoding
         with _in_mode(_HF), self._tokbackend_gate.entered(self._tokenizer, self._tokbackend_settings(kwargs), internal=False):
-            return super()._encode_plus(text, text_pair, add_special_tokens, **kwargs)
+            encoding = super()._encode_plus(text, text_pair, add_special_tokens, **kwargs)
+        if metrics is not None:
+            metrics.hf_seconds(perf_counter() - started)
+        return encoding
 
     def _tokbackend_settings(self, kwargs: dict[str, Any]) -> tuple[Hashable, ...]:
         """What HF's `set_truncation_and_padding` and `encode_special_tokens` read for this call
