@@ -169,7 +169,9 @@ def test_without_prometheus_client_nothing_is_made_and_encode_is_unchanged(witho
         """
     )
     environment = {**os.environ, "TOKBACKEND_METRICS": "0" if without == "TOKBACKEND_METRICS=0" else "1"}
-    done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, timeout=300, check=False, env=environment)
+    done = subprocess.run(
+        [sys.executable, "-c", check], capture_output=True, text=True, timeout=300, check=False, env=environment
+    )
     assert done.returncode == 0, done.stderr
 
 
