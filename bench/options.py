@@ -39,7 +39,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "options.json"
-SERVERS = [ROOT / "bench" / "servers-sglang.json", ROOT / "bench" / "servers-vllm.json"]
+SERVERS = [ROOT / "bench" / name for name in ("servers-sglang-16.json", "servers-sglang-2.json", "servers-vllm.json")]
 README = ROOT / "README.md"
 MARKERS = ("<!-- options-table:start -->", "<!-- options-table:end -->")
 
