@@ -67,7 +67,7 @@ def during(serving: Any, call: Callable[[], T]) -> tuple[T, dict[str, Any]]:
 
 
 def steady(tokenizer: Any, timeout: float = 300.0) -> Any:
-    """`tokenizer`, once its final build is swapped in and prepared (warm-ups, spares): what a
+    """`tokenizer`, once its final build is swapped in and prepared (its warm-up): what a
     steady-state row measures. A tokenizer without tokbackend is returned as it is."""
     acceleration = getattr(tokenizer, "tokbackend", None)
     if acceleration is not None and not acceleration.wait_until_prepared(timeout):

@@ -55,6 +55,13 @@ LONG = "The quick brown fox 毕老师 don't 12345 " * 400
 _accelerated: dict[tuple[str, str], object] = {}
 
 
+def renewals_finished() -> None:
+    """Wait for the renewals under way: each builds its fresh instance on a thread nobody joins."""
+    for thread in threading.enumerate():
+        if thread.name == "tokbackend-renewal":
+            thread.join()
+
+
 @pytest.fixture(scope="session")
 def fast_tokenizer(model_name, hf_tokenizer, backend_name):
     """The accelerated tokenizer over `hf_tokenizer` on `backend_name`; tests must not mutate it.

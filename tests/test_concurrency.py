@@ -13,7 +13,7 @@ import threading
 from array import array
 
 import pytest
-from conftest import MIXED_TEXTS, held_by_another_thread
+from conftest import MIXED_TEXTS, held_by_another_thread, renewals_finished
 
 import tokbackend
 from equivalence.corpus import prompt_text
@@ -123,6 +123,7 @@ def test_ids_stay_exact_across_cache_renewals_under_eight_threads(hf_tokenizer):
         return fast.encode(texts[index]) == expected[index]
 
     _all_exact_from_eight_threads(exact, calls=30, timeout=300)
+    renewals_finished()  # a renewal's fresh instance is built on a thread of its own
     stats = fast.tokbackend.stats()
     assert stats["cache_renewals"] >= 1, "no renewal happened: the test proves nothing"
     assert stats["fast_texts"] > 0

@@ -138,9 +138,10 @@ def test_verify_fails_on_a_build_that_a_panic_stopped(fresh_cache, panicking_der
     assert "panicked" in report.steps[0].detail
 
 
-def test_a_panic_building_a_renewing_backends_spare_is_reported_and_it_serves_on(qwen3, caplog):
-    """The spare is built on a thread nobody joins: a panic there is a WARNING, never a thread
-    that died silently, and the serving instance goes on answering."""
+def test_a_panic_building_a_renewing_backends_fresh_instance_is_reported_and_it_serves_on(qwen3, caplog):
+    """A renewal's fresh instance is built on a thread nobody joins: a panic there is a WARNING,
+    never a thread that died silently, the serving instance goes on answering, and the next
+    renewal comes after as much growth again."""
     import logging
 
     from tokbackend.backends._renewal import RenewingBackend
@@ -151,11 +152,13 @@ def test_a_panic_building_a_renewing_backends_spare_is_reported_and_it_serves_on
     def build():
         builds.append(None)
         if len(builds) > 1:
-            raise rust_panic("out of memory building the spare (planted)")
+            raise rust_panic("out of memory building a fresh instance (planted)")
         return GigatokenBackend(tokenizer_json, GigatokenBackend.Options(warm=False))
 
     backend = RenewingBackend(build, 16)
+    backend._growth = 16 << 20  # as a call that crossed the threshold leaves it
     with caplog.at_level(logging.WARNING, logger="tokbackend"):
-        backend._next_spare()
-    assert any("building a spare instance failed" in r.getMessage() and "panicked" in r.getMessage() for r in caplog.records)
+        backend._renew()
+    assert any("building a fresh instance failed" in r.getMessage() and "panicked" in r.getMessage() for r in caplog.records)
+    assert backend.stats()["cache_renewals"] == 0 and backend._growth == 0
     assert backend.encode("Hello world") == qwen3.encode("Hello world")

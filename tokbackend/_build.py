@@ -150,7 +150,7 @@ def build_for(reference: Reference, options: AccelerationOptions, content: Hasha
 
 
 def _prepare(routing: Routing) -> None:
-    """The serving lane's `prepare()` (its warm-up, a spare), here while the build is made: the
+    """The serving lane's `prepare()` (its warm-up), here while the build is made: the
     first requests meet a warm backend and nothing running beside them (a fresh gigatoken pool
     ran a first burst several times slower than later ones, and its loads and warm-ups hold the
     GIL: on a thread after `accelerate()` they held up a fresh process's first burst)."""

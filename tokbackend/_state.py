@@ -120,7 +120,7 @@ class AccelerationState:
         self.counters.record_fallback(reason, self.model, self.options.backend, cause, texts)
 
     def wait_until_prepared(self, timeout: float | None = None) -> bool:
-        """True: a build is prepared (warm-ups, a spare) before `accelerate()` returns. Kept for
+        """True: a build is prepared (its warm-up) before `accelerate()` returns. Kept for
         callers of releases that prepared on a background thread after it."""
         return True
 

@@ -1,18 +1,21 @@
 """Child process for the memory test: encode many distinct random-word prompts, print RSS growth.
 
 Usage: python memory_growth.py {accelerated|raw} BUDGET_MIB PROMPTS (of ~12k tokens each)
-Prints one JSON line: {"growth_mib": ..., "renewals": ...}.
+Prints one JSON line: {"growth_mib": ..., "renewals": ..., "instance_mib": ...}, the last what one
+more gigatoken instance of the model holds (a renewal's fresh one, while it swaps).
 """
 
 from __future__ import annotations
 
 import json
 import sys
+import threading
 
 import numpy as np
 
 import tokbackend
-from tokbackend.backends._renewal import resident_bytes
+from tokbackend._process.memory import release_freed_memory, resident_bytes
+from tokbackend.backends._gigatoken import GigatokenBackend
 
 
 def random_word_prompts(rng: np.random.Generator, count: int, characters: int) -> list[str]:
@@ -43,13 +46,23 @@ def main() -> None:
 
     rng = np.random.default_rng(0)
     encode(random_word_prompts(rng, 8, 25_000))  # warm: thread pool, result-list allocations
+    release_freed_memory()
+    before = resident_bytes()
+    instance = GigatokenBackend(hf.backend_tokenizer.to_str(), GigatokenBackend.options_for_scanning())
+    instance_mib = (resident_bytes() - before) / 2**20
+    del instance
+    release_freed_memory()
     baseline = resident_bytes()
     peak = baseline
     for _ in range(prompts // 40):
         encode(random_word_prompts(rng, 40, 25_000))
         peak = max(peak, resident_bytes())
+    for thread in threading.enumerate():  # a renewal under way ends (its fresh instance counted)
+        if thread.name == "tokbackend-renewal":
+            thread.join()
+            peak = max(peak, resident_bytes())
     renewals = 0 if mode == "raw" else tokenizer.tokbackend.stats()["cache_renewals"]
-    print(json.dumps({"growth_mib": (peak - baseline) / 2**20, "renewals": renewals}))
+    print(json.dumps({"growth_mib": (peak - baseline) / 2**20, "renewals": renewals, "instance_mib": instance_mib}))
 
 
 if __name__ == "__main__":

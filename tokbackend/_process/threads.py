@@ -1,5 +1,5 @@
 """`OnItsOwnThread`: the one place tokbackend starts a thread (a guard's scan has a pool of its
-own): a backend's load beside its guard's derivation, the warm-ups, a renewing backend's spare,
+own): a backend's load beside its guard's derivation, a renewing backend's fresh instance,
 the background imports. `exiting()`: whether such work should stop between its steps.
 
 The threads are not daemons (a daemon thread inside a backend's native code when the interpreter

@@ -114,7 +114,7 @@ class EncodeBackend(Protocol):
         """Backend-specific counters for `tokenizer.tokbackend.stats()`."""
 
     def prepare(self) -> None:
-        """Work that makes the first calls fast (a warm-up, a spare instance), run once while the
+        """Work that makes the first calls fast (a warm-up), run once while the
         build is made, before `accelerate()` returns. May do nothing."""
 
 

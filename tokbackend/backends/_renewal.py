@@ -1,9 +1,12 @@
 """A memory bound for a backend whose caches grow without bound (gigatoken 0.10): renew it.
 
-`RenewingBackend` adds up resident growth *during the wrapped backend's own calls* and, at half
-of the budget (the rest is headroom for calls in flight), swaps in a spare built ahead of time,
-whose fresh library object has empty caches, and builds the next spare in the background. Output
-never depends on the caches, only speed; the cost is the spare's footprint and its builds.
+`RenewingBackend` adds up resident growth *during the wrapped backend's own calls* and, at a
+quarter of the budget, builds a fresh instance, whose library object has empty caches, on a
+thread of its own, and swaps it in once built; the old instance serves meanwhile, and the rest of
+the budget is headroom for what its caches grow in that time (a build takes about a second; on
+text of words all new, gigatoken's caches grow ~85 MiB a second on 2 cores). Output never depends
+on the caches, only speed. No spare is kept ahead: an instance of a 248k vocabulary holds ~165-180
+MiB, which a renewal needs only while it swaps.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ _T = TypeVar("_T")
 
 
 class RenewingBackend:
-    """Wraps `build()`'s backend; renews it when its calls have grown memory by half of `budget_mib`.
+    """Wraps `build()`'s backend; renews it when its calls have grown memory by a quarter of `budget_mib`.
 
     >>> backend = RenewingBackend(lambda: GigatokenBackend(text), budget_mib=256)  # doctest: +SKIP
     """
@@ -40,8 +43,8 @@ class RenewingBackend:
         self.grows_without_bound = False  # that is what this wrapper is for
         self._budget_bytes = int(budget_mib) << 20
         self._growth = 0
-        # the prepared spare, when there is one (append and pop are atomic: no lock)
-        self._spares: list[EncodeBackend] = []
+        # the renewal last started: one at a time (a forked child finds its thread ended)
+        self._renewal: OnItsOwnThread[None] | None = None
         self.cache_renewals = 0
 
     def encode(self, text: str) -> list[int]:
@@ -60,13 +63,7 @@ class RenewingBackend:
         return {**self._current.stats(), "cache_budget_mib": self._budget_bytes >> 20, "cache_renewals": self.cache_renewals}
 
     def prepare(self) -> None:
-        """Prepare the serving instance and build the first spare, both here, while the build is
-        made: a renewal is then an instant swap, and nothing runs beside the first requests (a
-        gigatoken load or warm-up holds the GIL; on a thread after start-up they held up the
-        first burst of a fresh process by up to a second). Spares are not warmed: one cold batch
-        after a renewal costs less than a warm-up's pause of every Python thread while serving."""
         self._current.prepare()
-        self._spares.append(self._build())
 
     def _measured(self, call: Callable[[EncodeBackend], _T]) -> _T:
         before = resident_bytes()
@@ -74,35 +71,29 @@ class RenewingBackend:
         after = resident_bytes()
         if before is not None and after is not None and after > before:
             # Unlocked on purpose: concurrent calls may count shared growth twice, which only
-            # renews a little early.
+            # renews a little early, and two crossing at once may start two renewals, which
+            # only wastes a build (each swaps in a fresh instance).
             self._growth += after - before
-            if self._growth >= self._budget_bytes // 2:
-                self._renew()
+            if self._growth >= self._budget_bytes // 4 and (self._renewal is None or self._renewal.join(0)):
+                self._renewal = OnItsOwnThread(self._renew, "tokbackend-renewal")
         return result
 
     def _renew(self) -> None:
+        """On a thread nobody waits for: build a fresh instance (not warmed: one cold batch costs
+        less than a warm-up's hold of the GIL while serving) and swap it in; in-flight calls finish
+        on the old one, which is then freed. A failure is logged, and the old instance serves on."""
         try:
-            spare = self._spares.pop()
-        except IndexError:
-            return  # the next spare is still being built
-        self._current = spare  # in-flight calls finish on the old instance, which is then freed
-        self.cache_renewals += 1
-        OnItsOwnThread(self._next_spare, "tokbackend-spare")
-
-    def _next_spare(self) -> None:
-        """After a renewal, on a thread nobody waits for: free the old instance's memory and build
-        the next spare; a failure is logged, and the serving instance serves on meanwhile."""
-        time.sleep(0.1)  # let in-flight calls release the old instance
-        release_freed_memory()
-        try:
-            with panics_as_errors(self.name, "building a spare instance"):
-                self._add_spare()
+            if exiting():  # nothing will serve with it (`tokbackend._process.threads`)
+                return
+            with panics_as_errors(self.name, "building a fresh instance"):
+                fresh = self._build()
+            self._current = fresh
+            self.cache_renewals += 1
+            time.sleep(0.1)  # let in-flight calls release the old instance
+            release_freed_memory()
         except Exception as error:  # noqa: BLE001 - reported here (a Rust panic too): nobody joins this thread
-            logging.getLogger("tokbackend").warning("backend %s: building a spare instance failed: %s", self.name, error)
-
-    def _add_spare(self) -> None:
-        if exiting():  # nothing will serve with it (`tokbackend._process.threads`)
-            return
-        self._spares.append(self._build())
-        # Growth seen while the spare was built is mostly the spare itself: start counting afresh.
-        self._growth = 0
+            logging.getLogger("tokbackend").warning("backend %s: building a fresh instance failed: %s", self.name, error)
+        finally:
+            # growth seen meanwhile is mostly the fresh instance itself: count afresh (after a
+            # failure, the next try comes after as much growth again)
+            self._growth = 0
