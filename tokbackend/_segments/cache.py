@@ -168,7 +168,10 @@ class SegmentCache:
         if chunks is not None:
             count = sum(map(len, chunks))
             if len(chunks) > _MAX_CHUNKS:  # one list again, so that reading an entry stays cheap
-                chunks = ([token_id for chunk in chunks for token_id in chunk],)
+                joined: list[int] = []
+                for chunk in chunks:  # list +=, in C: a comprehension runs Python code for every id
+                    joined += chunk
+                chunks = (joined,)
         # conservative: chunks shared with an older entry are counted in each
         entry = Prefix(text, chars, chunks, sys.getsizeof(text) + 8 * count + _ENTRY_OVERHEAD, text[-_TAIL_CHARS:])
         budget = self.budget_bytes // 4
