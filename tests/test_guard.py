@@ -508,6 +508,22 @@ def test_guard_is_cheap_to_skip_for_ascii_and_flags_only_divergent_code_points(f
         assert guard.needs_hf("plain text " + chr(code_point) + " more")
 
 
+def test_the_screen_flags_every_divergent_code_point_in_long_mixed_text_and_no_other(fast_tokenizer):
+    """The table lookup reads only code points from the smallest divergent one up: each divergent
+    one (the smallest and largest included) is found deep in long mixed text, and code points
+    around and between them that do not diverge are not."""
+    guard = fast_tokenizer.tokbackend.guard
+    divergent = sorted(guard.code_points)
+    assert divergent, "the built-in models' guards hold code points on both backends"
+    text = prompt_text(3, 20_000, "mixed")
+    assert not guard.needs_hf(text)
+    for code_point in divergent:
+        assert guard.needs_hf(text + chr(code_point)), hex(code_point)
+    around = range(max(divergent[0] - 64, 0), 0x110000, 97)
+    others = [c for c in around if c not in guard.code_points and not 0xD800 <= c < 0xE000]
+    assert others and not any(guard.needs_hf(chr(c) + text) for c in others)
+
+
 def _deep_text(code_point: int, where: float = 0.95) -> str:
     text = prompt_text(7, 100_000, "mixed")
     cut = int(len(text) * where)
