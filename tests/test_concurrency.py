@@ -108,7 +108,7 @@ def test_ids_stay_exact_across_cache_renewals_under_eight_threads(hf_tokenizer):
 
     from tokbackend.backends._renewal import release_freed_memory
 
-    fast = tokbackend.accelerate(hf_tokenizer, "gigatoken", cache_budget_mib=4, segment_cache_mib=None)
+    fast = tokbackend.accelerate(hf_tokenizer, "gigatoken", cache_budget_mib=16, segment_cache_mib=None)
     texts = [prompt_text(seed, 6000, "prose") for seed in range(100, 120)]
     rng = random.Random(7)
     words = lambda: " ".join("".join(rng.choices("abcdefghijklmnopqrstuvwxyz", k=rng.randint(2, 9))) for _ in range(900))  # noqa: E731
