@@ -44,6 +44,29 @@ def test_renewal_wraps_any_backend(hf_tokenizer):
     assert backend.encode_batch(texts) == expected  # and the fresh instance serves exactly
 
 
+def test_a_call_spanning_a_renewals_end_counts_no_growth(hf_tokenizer):
+    """The fresh instance's load, seen by a call in flight as the renewal ends, is not the caches'
+    growth: counted, it started the next renewal at once (planted: without the epoch check a third
+    instance is built here)."""
+    tokenizer_json = hf_tokenizer.backend_tokenizer.to_str()
+    built = []
+
+    def build():
+        built.append(1)
+        return GigatokenBackend(tokenizer_json, GigatokenBackend.Options(warm=False))
+
+    backend = RenewingBackend(build, budget_mib=4)
+
+    def spanning(current):
+        backend._renew()  # a renewal ends during this call (on its thread, as `_measured` starts it)
+        return current.encode("Hello world")
+
+    assert backend._measured(spanning) == hf_tokenizer.encode("Hello world", add_special_tokens=False)
+    renewals_finished()
+    assert len(built) == 2 and backend.stats()["cache_renewals"] == 1
+    assert backend._renewal is None and backend._growth == 0
+
+
 def _growth(mode: str, budget_mib: int, prompts: int) -> dict:
     completed = subprocess.run(
         [sys.executable, str(HELPERS / "memory_growth.py"), mode, str(budget_mib), str(prompts)],

@@ -45,6 +45,9 @@ class RenewingBackend:
         self._growth = 0
         # the renewal last started: one at a time (a forked child finds its thread ended)
         self._renewal: OnItsOwnThread[None] | None = None
+        # bumped as a renewal ends: a call spanning that counts no growth (the fresh instance's
+        # load would count, and start the next renewal at once)
+        self._epoch = 0
         self.cache_renewals = 0
 
     def encode(self, text: str) -> list[int]:
@@ -66,10 +69,11 @@ class RenewingBackend:
         self._current.prepare()
 
     def _measured(self, call: Callable[[EncodeBackend], _T]) -> _T:
+        epoch = self._epoch
         before = resident_bytes()
         result = call(self._current)
         after = resident_bytes()
-        if before is not None and after is not None and after > before:
+        if before is not None and after is not None and after > before and epoch == self._epoch:
             # Unlocked on purpose: concurrent calls may count shared growth twice, which only
             # renews a little early, and two crossing at once may start two renewals, which
             # only wastes a build (each swaps in a fresh instance).
@@ -97,3 +101,4 @@ class RenewingBackend:
             # growth seen meanwhile is mostly the fresh instance itself: count afresh (after a
             # failure, the next try comes after as much growth again)
             self._growth = 0
+            self._epoch += 1
