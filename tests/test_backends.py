@@ -207,17 +207,21 @@ class _AnswersTuples:
 
 def test_gigatoken_encodes_one_long_text_on_its_pool_with_the_same_ids(hf_tokenizer):
     """A text of `PARALLEL_CHARS` or more goes to gigatoken's pool even alone (its pieces encoded
-    in parallel): the ids are those of the sequential path and HF's, on long texts of each kind
+    in parallel): the ids, as a list and as an array, are those of the sequential path and HF's, on long texts of each kind
     and on runs that no pretoken boundary cuts (spaces, one letter, newlines, digits, marks)."""
     from tokbackend.backends import _gigatoken
 
     backend = GigatokenBackend(hf_tokenizer.backend_tokenizer.to_str(), GigatokenBackend.options_for_scanning())
     rust, asked = backend._rust, []
 
-    class Recording:  # the Rust object's batch entry, with the `parallel` each call asked for
+    class Recording:  # the Rust object's entries for one text, with the `parallel` each call asked for
         def encode_batch_list(self, texts, parallel):
             asked.append(parallel)
             return rust.encode_batch_list(texts, parallel=parallel)
+
+        def encode_batch_padded(self, texts, options, parallel):
+            asked.append(parallel)
+            return rust.encode_batch_padded(texts, options, parallel=parallel)
 
     backend._rust = Recording()
     runs = [" " * 40_000, "a" * 40_000, "\n" * 40_000, "1" * 40_000, "e\u0301" * 20_000, "word\r\n " * 6_000]
@@ -226,5 +230,8 @@ def test_gigatoken_encodes_one_long_text_on_its_pool_with_the_same_ids(hf_tokeni
         assert len(text) >= _gigatoken.PARALLEL_CHARS
         expected = hf_tokenizer.encode(text, add_special_tokens=False)
         assert backend.encode(text) == expected == rust.encode_batch_list([text], parallel=False)[0]
-    assert asked == [True] * len(texts)
+        assert backend.encode_array(text).tolist() == expected  # the array form: one row of a matrix
+    assert asked == [True] * 2 * len(texts)
     assert backend.encode("short") == hf_tokenizer.encode("short", add_special_tokens=False) and asked[-1] is False
+    assert backend.encode_array("short").tolist() == hf_tokenizer.encode("short", add_special_tokens=False)
+    assert asked[-1] is False

