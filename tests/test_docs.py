@@ -58,6 +58,7 @@ PARSED_HERE = {
     "python bench/boot.py": "--help",
     "python bench/overhead.py": "--help",
     "python bench/guard_derivation.py fast": "--help",
+    "python bench/one_text.py": "--help",
     "python bench/guard_derivation.py bound": "--help",
 }
 # Run elsewhere: "tests/FILE::TEST" (the test that runs it, or parses exactly its arguments) or
