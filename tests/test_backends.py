@@ -135,10 +135,15 @@ def test_rust_panics_become_ordinary_exceptions(fast_tokenizer):
         def encode_batch_list(self, texts, parallel):
             return rust.decode([10**9])
 
+        def encode_batch_padded(self, texts, options, parallel):
+            return rust.decode([10**9])
+
     backend = GigatokenBackend(tokenizer_json, GigatokenBackend.options_for_scanning())
     backend._rust = Panicking()
     with pytest.raises(BackendPanicError, match="panicked"):
         backend.encode("x")
+    with pytest.raises(BackendPanicError, match="panicked"):
+        backend.encode_array("x")  # one text's array form, from the padded call
 
 
 def test_raw_gigatoken_single_encode_is_not_thread_safe(hf_tokenizer):
