@@ -106,7 +106,7 @@ def test_an_added_token_that_takes_the_newline_before_it_fails_the_premise():
     assert cuts_fail(_ids_of(hf), ["a\n<b>"]) == "the added token 'a\\n<b>' holds a newline before a printable character"
 
 
-@pytest.mark.parametrize("model", ["qwen3.6", "qwen3"])
+@pytest.mark.parametrize("model", ["qwen3.6", pytest.param("qwen3", marks=pytest.mark.slow)])  # as conftest.py does
 @pytest.mark.parametrize("input_class", ["mixed_scripts", "whitespace_runs", "special_tokens_in_text", "combining_marks"])
 def test_hfs_ids_join_at_every_cut_of_each_input_class(model, input_class):
     """The premise's claim, searched: texts of an input class joined by newlines before a printable
