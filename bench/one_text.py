@@ -4,8 +4,7 @@ text it has not seen and on the same text again (ms, medians).
 The bench of a server (bench/servers.py's request_32k) sends prompts no request sent before;
 gigatoken's speed comes from its cache of pieces, so its time on unseen text is its own encode's,
 and a repeat is its cache's (through `accelerate()`, the segment cache's). The array form is the
-one SGLang asks for (text prompts). The last rows are each lane's routing (below the state that
-`accelerate()` adds), its long texts whole and cut into a batch of pieces (`_segments/cuts.py`).
+one SGLang asks for (text prompts).
 
   python bench/one_text.py [--texts 12]
 """
@@ -18,7 +17,6 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -62,35 +60,11 @@ def main() -> None:
 
         served = accelerated.tokbackend.routing.lane.name
         rows.append((f"accelerate(hf, {lane!r}) ({served}), arrays", as_arrays))
-    rows += _routing_rows(hf)
     print(f"{'':48s} {'unseen':>8s} {'again':>8s}")
     for index, (name, encode) in enumerate(rows):
         encode("warm-up " * 100)
         unseen, again = _medians(encode, texts_32k(2_000 + 100 * index, arguments.texts))
         print(f"{name:48s} {unseen:8.2f} {again:8.2f}")
-
-
-def _routing_rows(hf: Any) -> list[tuple[str, Callable[[str], object]]]:
-    """Each lane's routing with long texts whole and cut, arrays (an A/B of the cut alone)."""
-    import dataclasses
-
-    import tokbackend
-    from tokbackend._segments.cuts import cut
-
-    def hf_ids(texts: list[str]) -> list[list[int]]:
-        return [hf.encode(text) for text in texts]
-
-    rows: list[tuple[str, Callable[[str], object]]] = []
-    for lane in ("gigatoken", "fastokens"):
-        routing = tokbackend.accelerate(hf, lane).tokbackend.routing
-        for name, cutter in (("whole", None), ("cut", cut)):
-            variant = dataclasses.replace(routing, cut=cutter)
-
-            def encode(text: str, variant: Any = variant) -> object:
-                return variant.encode([text], hf_ids, arrays=True)
-
-            rows.append((f"{lane} routing, arrays, {name}", encode))
-    return rows
 
 
 if __name__ == "__main__":

@@ -15,8 +15,8 @@ import threading
 from array import array
 
 from tokbackend._guard import UnicodeGuard
+from tokbackend._routing import Routing
 from tokbackend._segments import AddedTokenSplitter, Segments, text_of
-from tokbackend._segments.cuts import FEWEST_PIECES, PIECE_CHARS, cut
 from tokbackend._shared_settings import SettingsGate, apply, read
 from tokbackend._tokenizer import AcceleratedTokenizerMixin, HFReference
 from tokbackend.backends._gigatoken import GigatokenBackend
@@ -234,25 +234,7 @@ def serve_with_guard(tokenizer, guard: UnicodeGuard) -> None:
     state = tokenizer.tokbackend
     build = state.build
     lane = dataclasses.replace(build.routing.lane, guard=guard)
-    _serve(state, dataclasses.replace(build, routing=dataclasses.replace(build.routing, lane=lane)))
-
-
-# -- cuts of a long text -------------------------------------------------------------------
-
-
-def cut_before_the_newline(text: str, piece_chars: int = PIECE_CHARS, fewest: int = FEWEST_PIECES) -> list[str]:
-    """A wrong cut of a long text: each piece ends before the newline a right cut ends with."""
-    pieces = cut(text, piece_chars, fewest)
-    for index in range(len(pieces) - 1):
-        pieces[index], pieces[index + 1] = pieces[index][:-1], "\n" + pieces[index + 1]
-    return pieces
-
-
-def serve_with_cut(tokenizer, cutter) -> None:
-    """Serve `tokenizer` with its routing cutting long texts with `cutter`."""
-    state = tokenizer.tokbackend
-    build = state.build
-    _serve(state, dataclasses.replace(build, routing=dataclasses.replace(build.routing, cut=cutter)))
+    _serve(state, dataclasses.replace(build, routing=Routing(lane, build.routing.reason)))
 
 
 # -- splitters -----------------------------------------------------------------------------

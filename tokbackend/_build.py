@@ -18,7 +18,6 @@ from tokbackend._options import AccelerationOptions
 from tokbackend._reference import Reference
 from tokbackend._routing import NoExactBackend, Routing, Shortfall, build_routing
 from tokbackend._segments import Segments, segments_for
-from tokbackend._segments.cuts import cut, cuts_fail
 from tokbackend.backends import BackendUnavailableError
 from tokbackend.backends._base import panics_as_errors
 
@@ -144,23 +143,10 @@ def build_for(reference: Reference, options: AccelerationOptions, content: Hasha
             probe_seconds=failure.probe_seconds,
             disabled_reason=_unserved(failure, options, model, changed),
         )
-    routing = _cutting(routing, reference, model)
     _prepare(routing)
     if METRICS is not None:
         METRICS.count_build(routing.lane.name, "served")
     return dataclasses.replace(common, routing=routing, disabled_reason=None, probe_seconds=probe_seconds)
-
-
-def _cutting(routing: Routing, reference: Reference, model: str) -> Routing:
-    """The routing, cutting long texts into a batch of pieces where its backend declares that it
-    gains from it (`cuts_long_texts`) and HF's ids join at every cut (`cuts_fail`), else saying why not."""
-    if not getattr(routing.lane.backend, "cuts_long_texts", False):
-        return dataclasses.replace(routing, long_texts_whole=f"{routing.lane.name} gains nothing from cutting them")
-    why = cuts_fail(reference.hf_ids, reference.added_tokens())
-    if why is not None:
-        logger.info("%s: long texts go to %s whole: %s", model, routing.lane.name, why)
-        return dataclasses.replace(routing, long_texts_whole=why)
-    return dataclasses.replace(routing, cut=cut)
 
 
 def _prepare(routing: Routing) -> None:

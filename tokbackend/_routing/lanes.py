@@ -12,14 +12,13 @@ import dataclasses
 import enum
 import functools
 from array import array
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from tokbackend._cache_dir import cache_dir
 from tokbackend._guard import GuardUnavailableError, UnicodeGuard, load_guard
 from tokbackend._probe import ascii_probe, run_probe
 from tokbackend._process.threads import OnItsOwnThread
-from tokbackend._segments.cuts import LONG_TEXT_CHARS, PIECE_CHARS
 from tokbackend.backends import EncodeBackend, backend_class
 from tokbackend.backends._arrays import encode_array, encode_batch_arrays
 from tokbackend.backends._base import BackendUnavailableError, BatchEncoder, panics_as_errors
@@ -75,29 +74,21 @@ class Lane:
 
 @dataclasses.dataclass(frozen=True)
 class Routing:
-    """The lane that answers every call, and why; `cut`, where its backend gets a long text as a
-    batch of the pieces `cut` makes (`tokbackend._segments.cuts`), and if not, why not."""
+    """The lane that answers every call, and why."""
 
     lane: Lane
     reason: str
-    cut: Callable[[str], list[str]] | None = None
-    long_texts_whole: str = "not asked"
 
     def describe(self) -> dict[str, str]:
         """`stats()["routing"]`."""
-        if self.cut is not None:
-            long_texts = f"cut at newlines into pieces of at least {PIECE_CHARS} characters, encoded as one batch"
-        else:
-            long_texts = f"whole: {self.long_texts_whole}"
-        return {"backend": self.lane.name, "reason": self.reason, "long_texts": long_texts}
+        return {"backend": self.lane.name, "reason": self.reason}
 
     def encode(
         self, texts: list[str], hf_ids: BatchEncoder, one_by_one: bool = False, arrays: bool = False
     ) -> tuple[list[Any], set[int]]:
         """(ids of each text, indexes of the texts the Unicode guard sent to HuggingFace): the
         lane's backend answers the others, in one batch call, or one single-text call each for
-        one text or, with `one_by_one`, at most `FEW_TEXTS` texts (a long one as a batch of its
-        pieces where the routing cuts: the guard passed the whole, so it passes every piece).
+        one text or, with `one_by_one`, at most `FEW_TEXTS` texts.
         With `arrays`, every text's ids are an `array('q')` (from the backend's own buffer)."""
         lane = self.lane
         if len(texts) == 1:  # the common call, without the bookkeeping of a batch
@@ -105,8 +96,6 @@ class Routing:
             if lane.guard.needs_hf(text):
                 sequence = hf_ids(texts)[0]
                 return [array("q", sequence) if arrays else sequence], {0}
-            if self.cut is not None and len(text) >= LONG_TEXT_CHARS:
-                return [self._as_pieces(text, arrays)], set()
             return [encode_array(lane.backend, text) if arrays else lane.backend.encode(text)], set()
         few = one_by_one and len(texts) <= FEW_TEXTS
         guarded = lane.guard.guarded(texts)
@@ -114,11 +103,9 @@ class Routing:
         ids: list[Any] = [None] * len(texts)
         if rest:
             backend = lane.backend
-            if few and self.cut is not None:
-                answered: Sequence[list[int] | array[int]] = [self._as_pieces(texts[index], arrays) for index in rest]
-            elif few:
+            if few:
                 one = functools.partial(encode_array, backend) if arrays else backend.encode
-                answered = [one(texts[index]) for index in rest]
+                answered: Sequence[list[int] | array[int]] = [one(texts[index]) for index in rest]
             else:
                 rest_texts = [texts[index] for index in rest]
                 answered = encode_batch_arrays(backend, rest_texts) if arrays else backend.encode_batch(rest_texts)
@@ -129,19 +116,6 @@ class Routing:
             for index, sequence in zip(order, hf_ids([texts[i] for i in order])):
                 ids[index] = array("q", sequence) if arrays else sequence
         return ids, guarded
-
-    def _as_pieces(self, text: str, arrays: bool) -> Any:
-        """One text's ids from a batch call of its pieces (`self.cut`), joined; a text with no
-        cut, from a single-text call."""
-        backend = self.lane.backend
-        pieces = cast("Callable[[str], list[str]]", self.cut)(text)
-        if len(pieces) == 1:
-            return encode_array(backend, text) if arrays else backend.encode(text)
-        parts: Sequence[Any] = encode_batch_arrays(backend, pieces) if arrays else backend.encode_batch(pieces)
-        joined = parts[0]  # the backend's own new list or array
-        for part in parts[1:]:
-            joined += part
-        return joined
 
 
 def build_lane(name: str, tokenizer_json: str, options: AccelerationOptions, reference: Reference) -> Lane:

@@ -93,8 +93,7 @@ class EncodeBackend(Protocol):
 
     Optional extras: `encode_array(text)` and `encode_batch_arrays(texts)`, the same ids as
     `array('q')` from the backend's own buffer (`_arrays`); `auto_preference`, where "auto" tries
-    it (lower first, 50 when not declared); `preloads`, modules `tokbackend.preload()` imports;
-    `cuts_long_texts`, True where a long text is faster as a batch of its pieces (False when not declared).
+    it (lower first, 50 when not declared); `preloads`, modules `tokbackend.preload()` imports.
     """
 
     # Instance attributes (`RenewingBackend`, a wrapper, sets them on itself), so no ClassVar.

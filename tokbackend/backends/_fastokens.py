@@ -45,9 +45,6 @@ class FastokensBackend:
     auto_preference = 10  # bounded memory, GIL released, the faster in bench/backends.py's runs
     preloads = ("fastokens",)
     grows_without_bound = False
-    # its batch call gives each text a thread of its pool, one text gets its few BPE threads: a long
-    # text is faster as a batch of its pieces (`tokbackend._segments.cuts`)
-    cuts_long_texts = True
 
     def __init__(self, tokenizer_json: str, options: FastokensOptions = FastokensOptions()) -> None:
         fastokens = import_library("fastokens", "fastokens>=0.3.5,<0.4")
