@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import itertools
 import pickle
 import threading
+from array import array
 
 import pytest
 from conftest import held_by_another_thread
@@ -15,6 +18,7 @@ import tokbackend
 from equivalence.conversations import conversations, guarded_sample, turn_by_turn
 from equivalence.differential import find_mismatch
 from tokbackend._segments import DEFAULT_SEGMENT_CACHE_MIB
+from tokbackend._segments.cache import SegmentCache
 
 
 def _added(tokenizer) -> list[str]:
@@ -37,12 +41,30 @@ def cached_pair(hf_tokenizer, backend_name):
     return hf_tokenizer, _cached(hf_tokenizer, backend_name)
 
 
-def test_conversations_are_exact_turn_by_turn(cached_pair):
+def _in_form(fast, form: str):
+    """`fast.encode` asked for lists, for arrays (`ids_as_arrays()`, as SGLang asks for a text
+    prompt's ids) or the two by turns, so that what the memo keeps from a call in one form is read
+    by a call in the other; each call's form is checked, and its ids come back as a list."""
+    calls = itertools.count()
+
+    def encode(text: str) -> list[int]:
+        as_arrays = form == "arrays" or (form == "alternating" and next(calls) % 2 == 1)
+        with tokbackend.ids_as_arrays() if as_arrays else contextlib.nullcontext():
+            ids = fast.encode(text)
+        assert type(ids) is (array if as_arrays else list)
+        return list(ids)
+
+    return encode
+
+
+@pytest.mark.parametrize("form", ["lists", "arrays", "alternating"])
+def test_conversations_are_exact_turn_by_turn(cached_pair, form):
     hf, fast = cached_pair
     strategy = conversations(_added(hf), _guarded(fast))
     profile = settings.get_profile("ci")
     cuts = _added(hf)
-    mismatch = find_mismatch(turn_by_turn(hf.encode, cuts), turn_by_turn(fast.encode, cuts), strategy, "conversations", profile)
+    ours = turn_by_turn(_in_form(fast, form), cuts)
+    mismatch = find_mismatch(turn_by_turn(hf.encode, cuts), ours, strategy, f"conversations in {form}", profile)
     assert mismatch is None, mismatch.report()
     stats = fast.tokbackend.stats()["segment_cache"]
     assert stats["hits"] > 0 and stats["misses"] > 0 and stats["entries"] > 0
@@ -80,6 +102,46 @@ def test_the_harness_finds_a_planted_split_defect(fresh_pair, defect):
     found_only = settings(_ci(), phases=[Phase.explicit, Phase.generate])
     planted = find_mismatch(turn_by_turn(hf.encode, cuts), turn_by_turn(fast.encode, cuts), strategy, "planted", found_only)
     assert planted is not None
+
+
+def test_the_array_form_finds_a_memo_that_keeps_array_ids_one_short(fresh_pair, monkeypatch):
+    """A memo whose chunks made by array calls lose their last id: the conversations in lists
+    never read one and stay exact; in arrays they do, and the harness finds it."""
+    hf, _ = fresh_pair
+    fast = _cached(hf, "gigatoken")
+    remember = SegmentCache.remember
+
+    def one_short(self, text, chars, chunks, replaces):
+        if chunks and type(chunks[-1]) is array:
+            chunks = (*chunks[:-1], chunks[-1][:-1])
+        remember(self, text, chars, chunks, replaces)
+
+    monkeypatch.setattr(SegmentCache, "remember", one_short)
+    cuts = _added(hf)
+    strategy = conversations(cuts, [])
+    reference = turn_by_turn(hf.encode, cuts)
+    lists = find_mismatch(reference, turn_by_turn(_in_form(fast, "lists"), cuts), strategy, "lists", _ci())
+    assert lists is None, lists.report()
+    found_only = settings(_ci(), phases=[Phase.explicit, Phase.generate])
+    assert find_mismatch(reference, turn_by_turn(_in_form(fast, "arrays"), cuts), strategy, "arrays", found_only) is not None
+
+
+def test_a_growing_conversation_in_arrays_reuses_the_memo_in_arrays(cached_pair):
+    """An agent's turns asked for as arrays: each an `array('q')` equal to HF's ids, the memo hit
+    from the second turn with ids kept as arrays, and the caller's array its own."""
+    hf, fast = cached_pair
+    cache = fast.tokbackend.build.segments.cache
+    text = "<|im_start|>system\nYou read files.<|im_end|>\n<|im_start|>user\nstart<|im_end|>\n<|im_start|>assistant\n"
+    before = cache.stats()["prefix_hits"]
+    for turn in range(4):
+        with tokbackend.ids_as_arrays():
+            ids = fast.encode(text)
+        assert type(ids) is array and ids.typecode == "q" and list(ids) == hf.encode(text)
+        ids.append(-7)  # the caller's own: the memo keeps a copy
+        text += f"<tool_call>read {turn}</tool_call><|im_end|>\n<|im_start|>user\nfile {turn}<|im_end|>\n<|im_start|>assistant\n"
+    assert cache.stats()["prefix_hits"] == before + 2
+    assert all(type(chunk) is array for entry in cache._prefixes if entry.chunks for chunk in entry.chunks if entry.text in text)
+    assert fast.encode(text) == hf.encode(text)  # a list, from the arrays the memo kept
 
 
 def test_growing_conversations_reuse_the_remembered_prefix(cached_pair):

@@ -184,9 +184,9 @@ class AccelerationState:
         try:
             segments, routing = build.segments, build.routing
             if segments is not None and segments.worth_consulting(texts, arrays) and segments.cache.consulted(len(texts)):
-                ids, answered_by_hf = encode_through_cache(texts, segments.splitter, segments.cache, routing, reference.hf_ids)
-                if arrays:  # the cache holds lists (its other callers want lists): one conversion
-                    ids = [array("q", sequence) for sequence in ids]
+                ids, answered_by_hf = encode_through_cache(
+                    texts, segments.splitter, segments.cache, routing, reference.hf_ids, arrays
+                )
             else:
                 ids, guarded = routing.encode(texts, reference.hf_ids, arrays=arrays)
                 answered_by_hf = len(guarded)

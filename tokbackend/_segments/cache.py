@@ -11,8 +11,9 @@ last added token, so an agent's next turn, which starts with its last, splits on
 from __future__ import annotations
 
 import sys
+from array import array
 from collections.abc import Iterable, Set
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeAlias
 
 from tokbackend._process.forking import fork_safe_lock
 from tokbackend._segments.splitter import AddedTokenSplitter, Piece, text_of
@@ -41,14 +42,19 @@ _SAMPLE = 8
 _WORTH = 8
 
 
+# A text's ids as its caller asked for them: a list, or an `array('q')` (`tokbackend.ids_as_arrays`).
+Ids: TypeAlias = "list[int] | array[int]"
+
+
 class Prefix(NamedTuple):
     """A text the memo remembers (not copied), where its last added token ends, and the ids of
-    text[:chars] as `chunks` concatenated (shared with the entry it grew from, plus one), or None
-    where only the text is remembered; `tail` is compared before the whole text (`prefix_of`)."""
+    text[:chars] as `chunks` concatenated (shared with the entry it grew from, plus one; each a
+    list or an array, as the call that made it asked), or None where only the text is remembered;
+    `tail` is compared before the whole text (`prefix_of`)."""
 
     text: str
     chars: int
-    chunks: tuple[list[int], ...] | None
+    chunks: tuple[Ids, ...] | None
     size: int
     tail: str
 
@@ -160,17 +166,17 @@ class SegmentCache:
                 return entry
         return None
 
-    def remember(self, text: str, chars: int, chunks: tuple[list[int], ...] | None, replaces: Prefix | None) -> None:
+    def remember(self, text: str, chars: int, chunks: tuple[Ids, ...] | None, replaces: Prefix | None) -> None:
         """Remember that text[:chars] (ending with an added token) has the ids `chunks` hold, or,
         without chunks, only that `text` was requested (no copy of its ids: its next turn stores
         them). `replaces`: the entry `text` was found under, which the new one covers."""
         count = 0
         if chunks is not None:
             count = sum(map(len, chunks))
-            if len(chunks) > _MAX_CHUNKS:  # one list again, so that reading an entry stays cheap
-                joined: list[int] = []
-                for chunk in chunks:  # list +=, in C: a comprehension runs Python code for every id
-                    joined += chunk
+            if len(chunks) > _MAX_CHUNKS:  # one chunk again, so that reading an entry stays cheap
+                joined = chunks[-1][:0]  # in the form of the newest call's ids
+                for chunk in chunks:  # extend, in C: a comprehension runs Python code for every id
+                    joined.extend(chunk)
                 chunks = (joined,)
         # conservative: chunks shared with an older entry are counted in each
         entry = Prefix(text, chars, chunks, sys.getsizeof(text) + 8 * count + _ENTRY_OVERHEAD, text[-_TAIL_CHARS:])
