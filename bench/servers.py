@@ -12,6 +12,8 @@ SGLang (the real `TokenizerManager` and `OpenAIServingChat`): `_tokenize_one_req
                 (what `--enable-tokenizer-batch-encode` runs); median of 3 batches of unseen ones
   agent_chat    a growing agent conversation (tool calls and results, ~2.5k tokens a turn, to ~32k
                 tokens): each turn's chat request, render and encode included; median of the turns
+  agent_text    the same conversation rendered by the chat template beforehand (as agent harnesses
+                do), each turn sent as a text prompt like request_32k; median of the turns
   first_seconds the batch of 40 (vLLM: the burst of 40) right after the server loaded its
                 tokenizer, before any warm-up: what a burst on a fresh process meets (the
                 backends' caches and pools still cold; `accelerate()` has returned its final build)
@@ -109,6 +111,16 @@ def agent_conversation(turns: int) -> list[list[dict]]:
         ]
         requests.append(messages)
     return requests
+
+
+def agent_texts(turns: int) -> list[str]:
+    """Each turn of `agent_conversation` rendered by the model's chat template (plain HF), with
+    the generation prompt: the text an agent harness sends as a prompt."""
+    import tokbackend
+
+    hf = tokbackend.load_hf(MODEL)
+    conversation = agent_conversation(turns)
+    return [hf.apply_chat_template(messages, tokenize=False, add_generation_prompt=True) for messages in conversation]
 
 
 def turns_measured(times: list[float], ids: list) -> dict:
@@ -283,6 +295,18 @@ def sglang_one(mode: str, directory: str, arguments) -> dict:
                 return median_row([await batch_of_40(batch) for batch in batches])
 
             out["batch_40"] = await timed_row(serving, batches_timed)
+        if "agent_text" in wanted:
+
+            async def text_turns() -> dict:
+                times, ids = [], []
+                for text in agent_texts(arguments.turns):
+                    started = time.perf_counter()
+                    (tokenized,) = await tokenize(request(text))
+                    times.append(time.perf_counter() - started)
+                    ids.append(tokenized.input_ids)
+                return turns_measured(times, ids)
+
+            out["agent_text"] = await timed_row(serving, text_turns)
         if "agent_chat" not in arguments.workloads:
             return out | described(manager.tokenizer, mode)
         chat = sglang_chat(manager, directory)
@@ -347,6 +371,7 @@ def reference_ids(server: str, arguments) -> dict:
             digest(hf.apply_chat_template(messages, tokenize=True, add_generation_prompt=True, return_dict=False))
             for messages in agent_conversation(arguments.turns)
         ],
+        "agent_text": lambda: [digest(hf.encode(text)) for text in agent_texts(arguments.turns)],
     }
     if server == "vllm":
         del make["batch_40"]
@@ -422,6 +447,17 @@ def vllm_one(mode: str, directory: str, arguments) -> dict:
         burst = texts_32k(100, 40)
         out["burst_40"] = await timed_row(serving, lambda: burst_of_40(burst))
         out["agent_chat"] = await timed_row(serving, turns)
+
+        async def text_turns() -> dict:
+            times, ids = [], []
+            for index, text in enumerate(agent_texts(arguments.turns)):
+                started = time.perf_counter()
+                ids.append(await completion(index, text))
+                times.append(time.perf_counter() - started)
+            return turns_measured(times, ids)
+
+        if "agent_text" in arguments.workloads:
+            out["agent_text"] = await timed_row(serving, text_turns)
         out.update(described(renderer.get_tokenizer(), mode))
         renderer.shutdown()
         return out
@@ -470,7 +506,7 @@ def one(server: str, mode: str, directory: str, output: str, arguments) -> None:
     os._exit(0)  # SGLang's manager tasks and ZMQ context, vLLM's pools: nothing to wait for
 
 
-WORKLOADS = ("request_32k", "burst_40", "batch_40", "agent_chat", "first_seconds")
+WORKLOADS = ("request_32k", "burst_40", "batch_40", "agent_chat", "agent_text", "first_seconds")
 
 
 def table(results: list[dict]) -> str:
