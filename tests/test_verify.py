@@ -202,6 +202,24 @@ def test_verify_exits_1_when_the_prefix_memo_drops_an_id(monkeypatch, capsys):
     _assert_the_segments_step_fails(capsys, "a conversation differs with the segment cache on")
 
 
+@pytest.mark.slow  # its class in CI: test_segments.py's harness finds the same planted memo
+def test_verify_exits_1_when_the_prefix_memo_drops_an_id_of_array_calls_only(monkeypatch, capsys):
+    """A planted defect in the memo of calls for arrays alone (SGLang's text prompts; what a call
+    for lists remembers stays right): the step asks in both forms, so it must fail."""
+    from array import array
+
+    from tokbackend._segments import SegmentCache
+
+    def drops_last_array_id(self, text, chars, chunks, replaces):
+        if chunks and type(chunks[-1]) is array and chunks[-1]:
+            chunks = (*chunks[:-1], chunks[-1][:-1])
+        original(self, text, chars, chunks, replaces)
+
+    original = SegmentCache.remember
+    monkeypatch.setattr(SegmentCache, "remember", drops_last_array_id)
+    _assert_the_segments_step_fails(capsys, "a conversation differs with the segment cache on")
+
+
 def test_verify_segments_fails_when_the_cache_answers_nothing(monkeypatch, capsys):
     """A planted defect: the cache never hits (every piece encoded afresh, so the ids are right):
     a step the cache took no part in must not pass."""

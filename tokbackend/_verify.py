@@ -592,9 +592,10 @@ def _sharing(run: _Run) -> Outcome:
 
 def _segments(run: _Run) -> Outcome:
     """Conversations encoded turn by turn (each request extends the last, as an agent's do)
-    through a tokenizer whose segment cache answers every call, against HF."""
+    through a tokenizer whose segment cache answers every call, against HF: each text as a list
+    and then as an array (SGLang's text prompts), so the memo keeps and reads both forms."""
     from equivalence.conversations import conversations, guarded_sample, turn_by_turn
-    from equivalence.differential import find_mismatch
+    from equivalence.differential import find_mismatch, in_every_form
 
     cached = run.accelerate(run.hf, probe=False, segment_cache_steps_aside=False)
     cache_stats = cached.tokbackend.stats()["segment_cache"]
@@ -602,7 +603,7 @@ def _segments(run: _Run) -> Outcome:
         return _result("info", f"not used for this model ({cache_stats.get('unsupported')}); every request is encoded whole")
     base, added = run.hypothesis_settings(), run.added_tokens()
     strategy = conversations(added, guarded_sample(cached.tokbackend.guard.code_points))
-    encode_hf, encode_cached = turn_by_turn(run.hf.encode, added), turn_by_turn(cached.encode, added)
+    encode_hf, encode_cached = turn_by_turn(run.hf.encode, added), turn_by_turn(in_every_form(cached), added)
     mismatch = find_mismatch(encode_hf, encode_cached, strategy, "conversations", base, run.seed or None)
     cache_stats = cached.tokbackend.stats()["segment_cache"]
     hits, prefix_hits = cache_stats["hits"], cache_stats["prefix_hits"]
