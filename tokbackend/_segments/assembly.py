@@ -30,7 +30,7 @@ def encode_through_cache(
     missed pieces go through one `routing.encode` (its Unicode guard hands some to `hf_ids`), and
     what the doorkeeper admits is stored. A text's ids are made in the caller's form, and so is
     what the memo keeps of them: an agent's next turn in arrays copies its prefix as one block,
-    where converting a list would touch every id (65k ids: ~1.1 -> ~0.5 ms on 2 cores)."""
+    where converting a list would touch every id (~5 us against ~300 us for 25k ids on 2 cores)."""
     found_under = [cache.prefix_of(text, splitter) for text in texts]
     heads = [entry if entry is not None and entry.chunks is not None else None for entry in found_under]
     split = [splitter.split(text, head.chars if head else 0) for text, head in zip(texts, heads)]
