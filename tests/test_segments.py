@@ -7,6 +7,7 @@ import copy
 import itertools
 import pickle
 import threading
+import uuid
 from array import array
 
 import pytest
@@ -128,10 +129,12 @@ def test_the_array_form_finds_a_memo_that_keeps_array_ids_one_short(fresh_pair, 
 
 def test_a_growing_conversation_in_arrays_reuses_the_memo_in_arrays(cached_pair):
     """An agent's turns asked for as arrays: each an `array('q')` equal to HF's ids, the memo hit
-    from the second turn with ids kept as arrays, and the caller's array its own."""
+    from the second turn with ids kept as arrays, new pieces cached as the backend's arrays, and
+    the caller's array its own."""
     hf, fast = cached_pair
     cache = fast.tokbackend.build.segments.cache
-    text = "<|im_start|>system\nYou read files.<|im_end|>\n<|im_start|>user\nstart<|im_end|>\n<|im_start|>assistant\n"
+    marker = uuid.uuid4().hex  # pieces no other test cached
+    text = f"<|im_start|>system\nYou read files.<|im_end|>\n<|im_start|>user\n{marker}<|im_end|>\n<|im_start|>assistant\n"
     before = cache.stats()["prefix_hits"]
     for turn in range(4):
         with tokbackend.ids_as_arrays():
@@ -141,7 +144,8 @@ def test_a_growing_conversation_in_arrays_reuses_the_memo_in_arrays(cached_pair)
         text += f"<tool_call>read {turn}</tool_call><|im_end|>\n<|im_start|>user\nfile {turn}<|im_end|>\n<|im_start|>assistant\n"
     assert cache.stats()["prefix_hits"] == before + 2
     assert all(type(chunk) is array for entry in cache._prefixes if entry.chunks for chunk in entry.chunks if entry.text in text)
-    assert fast.encode(text) == hf.encode(text)  # a list, from the arrays the memo kept
+    assert type(cache.get(f"user\n{marker}")) is array
+    assert fast.encode(text) == hf.encode(text)  # a list, from the arrays the memo and the cache kept
 
 
 def test_growing_conversations_reuse_the_remembered_prefix(cached_pair):

@@ -14,7 +14,9 @@ class PieceEncoder(Protocol):
     """What the cache asks of a routing (`tokbackend._routing.Routing`, which sits above it): ids
     of the pieces it misses, and the indexes of those its Unicode guard sent to `hf_ids`."""
 
-    def encode(self, texts: list[str], hf_ids: BatchEncoder, one_by_one: bool = False) -> tuple[list[list[int]], set[int]]: ...
+    def encode(
+        self, texts: list[str], hf_ids: BatchEncoder, one_by_one: bool = False, arrays: bool = False
+    ) -> tuple[list[Any], set[int]]: ...
 
 
 def encode_through_cache(
@@ -28,15 +30,16 @@ def encode_through_cache(
     """(ids of each text, a list or with `arrays` an `array('q')`; how many texts HuggingFace
     answered in part). Each text is split after the remembered prefix it extends, if any; the
     missed pieces go through one `routing.encode` (its Unicode guard hands some to `hf_ids`), and
-    what the doorkeeper admits is stored. A text's ids are made in the caller's form, and so is
-    what the memo keeps of them: an agent's next turn in arrays copies its prefix as one block,
-    where converting a list would touch every id (~5 us against ~300 us for 25k ids on 2 cores)."""
+    what the doorkeeper admits is stored. Everything a call makes is in its form: the missed
+    pieces' ids (arrays straight from the backend's buffer), the texts' ids and what the memo and
+    the cache keep of them; an agent's next turn in arrays copies its prefix as one block, where
+    converting a list would touch every id (~5 us against ~300 us for 25k ids on 2 cores)."""
     found_under = [cache.prefix_of(text, splitter) for text in texts]
     heads = [entry if entry is not None and entry.chunks is not None else None for entry in found_under]
     split = [splitter.split(text, head.chars if head else 0) for text, head in zip(texts, heads)]
     # characters answered by the memo or the cache, or extending a remembered request
     reused_chars = sum(entry.chars for entry in found_under if entry is not None)
-    found: dict[str | Piece, list[int]] = {}
+    found: dict[str | Piece, Ids] = {}
     missing: dict[str | Piece, None] = {}
     repeated: set[str | Piece] = set()  # missed pieces that occur more than once in the call
     for parts in split:
@@ -56,14 +59,14 @@ def encode_through_cache(
     exclusive: set[str | Piece] = set()
     if missing:
         pieces = list(missing)
-        encoded, guarded_indexes = routing.encode([text_of(piece) for piece in pieces], hf_ids, one_by_one=True)
+        encoded, guarded_indexes = routing.encode([text_of(piece) for piece in pieces], hf_ids, one_by_one=True, arrays=arrays)
         found.update(zip(pieces, encoded))
         # HF's ids of a guarded piece are as exact as the backend's of the others: stored too, so
         # a conversation holding one sends it to HF once, not on every turn
         guarded = {pieces[index] for index in guarded_indexes}
         stored = cache.put_many(zip(pieces, encoded), repeated)
         # encoded by this call, not stored (never seen by another thread), in no other text of it:
-        # their lists are handed out with no copy
+        # their ids are handed out with no copy
         exclusive = missing.keys() - stored - repeated
     # whether HF answered some piece of each text (counted as such)
     via_hf = [bool(guarded) and any(part in guarded for part in parts if not isinstance(part, int)) for parts in split]
@@ -81,7 +84,7 @@ def encode_through_cache(
 
 def _assemble(
     parts: list[str | Piece | int],
-    found: dict[str | Piece, list[int]],
+    found: dict[str | Piece, Ids],
     head: Prefix | None,
     exclusive: set[str | Piece],
     lengths: dict[int, int],
@@ -89,8 +92,8 @@ def _assemble(
 ) -> tuple[Ids, int, tuple[int, int] | None]:
     """(ids of the text, an `array('q')` with `arrays`; how many came from `head`; (characters,
     ids) up to its last added token or None). For a list without a head, the longest piece in
-    `exclusive` becomes the result in place (the ids before it are inserted in front: a move of
-    pointers, where a copy would touch every id)."""
+    `exclusive` (made by this call, so a list too) becomes the result in place (the ids before it
+    are inserted in front: a move of pointers, where a copy would touch every id)."""
     chars, count = (head.chars, sum(map(len, head.chunks or ()))) if head else (0, 0)
     reused, boundary = count, None
     for part in parts:
@@ -107,8 +110,8 @@ def _assemble(
         for index, part in enumerate(parts):
             if not isinstance(part, int) and part in exclusive and (largest is None or len(part) > len(longest)):
                 largest, longest = index, part
-    # the caller's own: cached lists are never handed out. `extend` takes a list or an array
-    # either way (a memo's chunks are in the form of the call that made them)
+    # the caller's own: cached ids are never handed out. `extend` takes a list or an array either
+    # way (what the cache and the memo hold is in the form of the call that made it)
     ids: Ids = array("q") if arrays else []
     if head:
         for chunk in head.chunks or ():
@@ -118,13 +121,13 @@ def _assemble(
     else:
         before = cast("list[int]", ids)
         _extend(before, parts[:largest], found)
-        ids = found[longest]
+        ids = cast("list[int]", found[longest])
         ids[0:0] = before
         _extend(ids, parts[largest + 1 :], found)
     return ids, reused, boundary
 
 
-def _extend(ids: Ids, parts: list[str | Piece | int], found: dict[str | Piece, list[int]]) -> None:
+def _extend(ids: Ids, parts: list[str | Piece | int], found: dict[str | Piece, Ids]) -> None:
     for part in parts:
         if isinstance(part, int):
             ids.append(part)

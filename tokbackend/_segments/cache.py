@@ -21,8 +21,8 @@ from tokbackend._segments.splitter import AddedTokenSplitter, Piece, text_of
 # The budget to turn it on with (`segment_cache_mib=DEFAULT_SEGMENT_CACHE_MIB`): enough for ~40
 # agents' 26k-token conversations; see docs/segment-cache.md for the measurements behind it.
 DEFAULT_SEGMENT_CACHE_MIB = 64
-# Bytes a cached piece costs beyond its text: the list (8 per id) and each int object (28).
-_BYTES_PER_ID = 36
+# Bytes a cached piece's ids cost: as a list, 8 an id and each int object (28); as an array, 8.
+_BYTES_PER_LISTED_ID = 36
 _ENTRY_OVERHEAD = 200
 # Remembered prefixes: about one per agent talking to the replica at once.
 _MAX_PREFIXES = 64
@@ -65,7 +65,7 @@ class SegmentCache:
     def __init__(self, budget_bytes: int, steps_aside: bool = True) -> None:
         self.budget_bytes = budget_bytes
         self.steps_aside = steps_aside
-        self._ids: dict[str | Piece, list[int]] = {}
+        self._ids: dict[str | Piece, Ids] = {}
         self._sizes: dict[str | Piece, int] = {}
         self._hit_since_sweep: dict[str | Piece, bool] = {}
         self._lock = fork_safe_lock(self, "_lock")  # each entry is set in one step
@@ -101,7 +101,7 @@ class SegmentCache:
     def stepping_aside(self) -> bool:
         return self.steps_aside and self._dry >= _DRY_TEXTS
 
-    def get(self, piece: str | Piece) -> list[int] | None:
+    def get(self, piece: str | Piece) -> Ids | None:
         ids = self._ids.get(piece)
         if ids is None:
             self.misses += 1
@@ -110,12 +110,11 @@ class SegmentCache:
         self._hit_since_sweep[piece] = True
         return ids
 
-    def put_many(
-        self, items: Iterable[tuple[str | Piece, list[int]]], seen_twice: Set[str | Piece] = frozenset()
-    ) -> set[str | Piece]:
+    def put_many(self, items: Iterable[tuple[str | Piece, Ids]], seen_twice: Set[str | Piece] = frozenset()) -> set[str | Piece]:
         """Store the pieces the doorkeeper admits (seen before, or in `seen_twice`: more than once in
-        the caller's call). Returns those stored: the others' lists were never visible to another
-        thread, so the caller may hand them out without a copy."""
+        the caller's call), their ids as given (a list, or an array from a call for arrays).
+        Returns those stored: the others' ids were never visible to another thread, so the caller
+        may hand them out without a copy."""
         stored: set[str | Piece] = set()
         with self._lock:
             seen = self._seen
@@ -130,7 +129,8 @@ class SegmentCache:
                             del seen[next(iter(seen))]
                         continue
                     del seen[key]
-                size = sys.getsizeof(text_of(piece)) + _BYTES_PER_ID * len(ids) + _ENTRY_OVERHEAD
+                per_id = 8 if type(ids) is array else _BYTES_PER_LISTED_ID
+                size = sys.getsizeof(text_of(piece)) + per_id * len(ids) + _ENTRY_OVERHEAD
                 if size > self.budget_bytes // 4:
                     continue  # one piece may not flush a quarter of the cache
                 self._ids[piece] = ids
