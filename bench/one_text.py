@@ -4,7 +4,9 @@ text it has not seen and on the same text again (ms, medians).
 The bench of a server (bench/servers.py's request_32k) sends prompts no request sent before;
 gigatoken's speed comes from its cache of pieces, so its time on unseen text is its own encode's,
 and a repeat is its cache's (through `accelerate()`, the segment cache's). The array form is the
-one SGLang asks for (text prompts).
+one SGLang asks for (text prompts). The rows "as a chat prompt" send each text rendered by the
+chat template (a system message, then the text as the user's): its added tokens take it through
+the segment cache.
 
   python bench/one_text.py [--texts 12]
 """
@@ -46,11 +48,16 @@ def main() -> None:
 
     hf = tokbackend.load_hf("qwen3.6")
     tokenizer_json = hf.backend_tokenizer.to_str()
-    rows: list[tuple[str, Callable[[str], object]]] = []
+
+    def chat_prompt(text: str) -> str:
+        messages = [{"role": "system", "content": "You are a coding agent."}, {"role": "user", "content": text}]
+        return hf.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+
+    rows: list[tuple[str, Callable[[str], object], bool]] = []  # (name, encode, as a chat prompt)
     for backend_class in (GigatokenBackend, FastokensBackend):
         backend = backend_class(tokenizer_json)
         backend.prepare()
-        rows.append((f"{backend_class.name} alone, encode_array", backend.encode_array))
+        rows.append((f"{backend_class.name} alone, encode_array", backend.encode_array, False))
     for lane in ("gigatoken", "auto"):
         accelerated = tokbackend.accelerate(hf, lane)
 
@@ -59,12 +66,14 @@ def main() -> None:
                 return accelerated.encode(text)
 
         served = accelerated.tokbackend.routing.lane.name
-        rows.append((f"accelerate(hf, {lane!r}) ({served}), arrays", as_arrays))
-    print(f"{'':48s} {'unseen':>8s} {'again':>8s}")
-    for index, (name, encode) in enumerate(rows):
+        rows.append((f"accelerate(hf, {lane!r}) ({served}), arrays", as_arrays, False))
+        rows.append((f"accelerate(hf, {lane!r}) ({served}), arrays, as a chat prompt", as_arrays, True))
+    print(f"{'':64s} {'unseen':>8s} {'again':>8s}")
+    for index, (name, encode, as_chat) in enumerate(rows):
         encode("warm-up " * 100)
-        unseen, again = _medians(encode, texts_32k(2_000 + 100 * index, arguments.texts))
-        print(f"{name:48s} {unseen:8.2f} {again:8.2f}")
+        texts = texts_32k(2_000 + 100 * index, arguments.texts)
+        unseen, again = _medians(encode, [chat_prompt(text) for text in texts] if as_chat else texts)
+        print(f"{name:64s} {unseen:8.2f} {again:8.2f}")
 
 
 if __name__ == "__main__":
