@@ -39,7 +39,16 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "options.json"
-SERVERS = [ROOT / "bench" / name for name in ("servers-sglang-16.json", "servers-sglang-2.json", "servers-vllm.json")]
+# the runs of bench/servers.py the table's speed rows come from, in its order (named by the commit measured)
+SERVERS = [
+    ROOT / "bench" / name
+    for name in (
+        "servers-sglang-16-0523-a2e6de5.json",
+        "servers-sglang-16-0516-a2e6de5.json",
+        "servers-sglang-2-02d6185.json",
+        "servers-vllm-02d6185.json",
+    )
+]
 README = ROOT / "README.md"
 MARKERS = ("<!-- options-table:start -->", "<!-- options-table:end -->")
 
@@ -59,7 +68,7 @@ CAPABILITIES = {  # check: its row in the table
     "surrogate": 'a lone surrogate, `tok("\\ud800")` and `encode("a\\ud800b")`',
 }
 CHAT_CHARS = (40_000, 2_000)  # a chat of 32,768+ characters, and a short one
-SPEED_WORKLOADS = ("request_32k", "burst_40", "agent_chat", "first_seconds")
+SPEED_WORKLOADS = ("request_32k", "burst_40", "agent_chat", "agent_text", "first_seconds")
 LIBRARIES = ("transformers", "tokenizers", "fastokens", "gigatoken", "tokbackend")
 
 
@@ -328,7 +337,8 @@ SPEED_ROWS = {
     "request_32k": "one ~32k-token request",
     "burst_40": "40 such requests at once",
     "agent_chat": "agent chat turns",
-    "first_seconds": "a batch of 40 on a fresh process",
+    "agent_text": "agent turns sent as rendered text",
+    "first_seconds": "40 prompts at once on a fresh process",
 }
 
 
