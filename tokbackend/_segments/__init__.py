@@ -27,7 +27,8 @@ class Segments:
 
     def worth_consulting(self, texts: list[str], arrays: bool) -> bool:
         """Whether a call may gain from the cache: some text holds an added token, or, for list ids
-        (the cache holds lists, which array ids would convert), is long enough that a repeat pays."""
+        (array ids of a plain text come straight from the backend's buffer), is long enough that a
+        repeat pays."""
         search = self.splitter.search
         for text in texts:  # noqa: SIM110 - a loop, not a generator: no Python frame per text
             # the length first: a search reads the whole text
