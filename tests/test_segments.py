@@ -148,6 +148,23 @@ def test_a_growing_conversation_in_arrays_reuses_the_memo_in_arrays(cached_pair)
     assert fast.encode(text) == hf.encode(text)  # a list, from the arrays the memo and the cache kept
 
 
+def test_a_memo_made_by_list_calls_is_kept_in_arrays_once_an_array_call_reads_it(cached_pair):
+    """Three turns asked for as lists, two as arrays: the first array turn copies the remembered
+    ids into one array (rather than each later turn converting the lists again), the next shares
+    it; every turn HF's ids."""
+    hf, fast = cached_pair
+    cache = fast.tokbackend.build.segments.cache
+    text = f"<|im_start|>system\nagent {uuid.uuid4().hex}<|im_end|>\n<|im_start|>assistant\n"
+    for turn in range(5):
+        with tokbackend.ids_as_arrays() if turn >= 3 else contextlib.nullcontext():
+            ids = fast.encode(text)
+        assert type(ids) is (array if turn >= 3 else list) and list(ids) == hf.encode(text)
+        newest = cache._prefixes[0]
+        assert newest.text == text
+        text += f"step {turn}<|im_end|>\n<|im_start|>user\nresult {turn}<|im_end|>\n<|im_start|>assistant\n"
+    assert [type(chunk) for chunk in newest.chunks] == [array, array]
+
+
 def test_growing_conversations_reuse_the_remembered_prefix(cached_pair):
     hf, fast = cached_pair
     cache = fast.tokbackend.build.segments.cache

@@ -77,9 +77,19 @@ def encode_through_cache(
         if boundary is not None:
             # a request that extends none before it is remembered without its ids (no copy);
             # one that does (an agent's next turn) with them
-            chunks = None if entry is None else (*(head.chunks or () if head else ()), assembled[reused : boundary[1]])
-            cache.remember(text, boundary[0], chunks, replaces=entry)
+            cache.remember(text, boundary[0], None if entry is None else _chunks(assembled, head, reused, boundary[1]), entry)
     return results, sum(via_hf)
+
+
+def _chunks(assembled: Ids, head: Prefix | None, reused: int, end: int) -> tuple[Ids, ...]:
+    """What the memo keeps of a text's ids up to `end`: the head's chunks, shared, and the ids
+    after them; or, where the head's chunks are in the other form (a list call's, read by an
+    array call, or the reverse), all of them as one chunk in this call's form, so that each
+    later turn copies them rather than converting them again."""
+    kept = head.chunks or () if head else ()
+    if all(type(chunk) is type(assembled) for chunk in kept):
+        return (*kept, assembled[reused:end])
+    return (assembled[:end],)
 
 
 def _assemble(
