@@ -268,6 +268,19 @@ class CutsAnywhere(AddedTokenSplitter):
         return True
 
 
+def memo_one_id_short(remember, only: type | None = None):
+    """`SegmentCache.remember` planted: the newest chunk of the ids the prefix memo keeps loses
+    its last id (only chunks of type `only`, list or array, where given): every piece is right,
+    the reuse of an earlier turn is not."""
+
+    def planted(self, text, chars, chunks, replaces):
+        if chunks and chunks[-1] and (only is None or type(chunks[-1]) is only):
+            chunks = (*chunks[:-1], chunks[-1][:-1])
+        remember(self, text, chars, chunks, replaces)
+
+    return planted
+
+
 def serve_with_splitter(tokenizer, splitter: AddedTokenSplitter) -> None:
     """Serve `tokenizer` with `splitter` in place of its segment cache's own (the cache kept)."""
     state = tokenizer.tokbackend

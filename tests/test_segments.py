@@ -12,7 +12,7 @@ from array import array
 
 import pytest
 from conftest import held_by_another_thread
-from defects import CutsAnywhere, OffByOne, ShortestFirst, serve_with_splitter
+from defects import CutsAnywhere, OffByOne, ShortestFirst, memo_one_id_short, serve_with_splitter
 from hypothesis import Phase, settings
 
 import tokbackend
@@ -110,14 +110,7 @@ def test_the_array_form_finds_a_memo_that_keeps_array_ids_one_short(fresh_pair, 
     never read one and stay exact; in arrays they do, and the harness finds it."""
     hf, _ = fresh_pair
     fast = _cached(hf, "gigatoken")
-    remember = SegmentCache.remember
-
-    def one_short(self, text, chars, chunks, replaces):
-        if chunks and type(chunks[-1]) is array:
-            chunks = (*chunks[:-1], chunks[-1][:-1])
-        remember(self, text, chars, chunks, replaces)
-
-    monkeypatch.setattr(SegmentCache, "remember", one_short)
+    monkeypatch.setattr(SegmentCache, "remember", memo_one_id_short(SegmentCache.remember, only=array))
     cuts = _added(hf)
     strategy = conversations(cuts, [])
     reference = turn_by_turn(hf.encode, cuts)

@@ -19,6 +19,7 @@ from defects import (
     encodings_of_the_current_state,
     finish_without_package_data,
     internal_calls_warn,
+    memo_one_id_short,
 )
 from tokenizers import normalizers
 
@@ -192,13 +193,7 @@ def test_verify_exits_1_when_the_prefix_memo_drops_an_id(monkeypatch, capsys):
     last one): every piece is right, the reuse of an earlier turn is not; the step must fail."""
     from tokbackend._segments import SegmentCache
 
-    def drops_last_id(self, text, chars, chunks, replaces):
-        if chunks and chunks[-1]:
-            chunks = (*chunks[:-1], chunks[-1][:-1])
-        original(self, text, chars, chunks, replaces)
-
-    original = SegmentCache.remember
-    monkeypatch.setattr(SegmentCache, "remember", drops_last_id)
+    monkeypatch.setattr(SegmentCache, "remember", memo_one_id_short(SegmentCache.remember))
     _assert_the_segments_step_fails(capsys, "a conversation differs with the segment cache on")
 
 
@@ -210,13 +205,7 @@ def test_verify_exits_1_when_the_prefix_memo_drops_an_id_of_array_calls_only(mon
 
     from tokbackend._segments import SegmentCache
 
-    def drops_last_array_id(self, text, chars, chunks, replaces):
-        if chunks and type(chunks[-1]) is array and chunks[-1]:
-            chunks = (*chunks[:-1], chunks[-1][:-1])
-        original(self, text, chars, chunks, replaces)
-
-    original = SegmentCache.remember
-    monkeypatch.setattr(SegmentCache, "remember", drops_last_array_id)
+    monkeypatch.setattr(SegmentCache, "remember", memo_one_id_short(SegmentCache.remember, only=array))
     _assert_the_segments_step_fails(capsys, "a conversation differs with the segment cache on")
 
 
