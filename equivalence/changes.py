@@ -2,7 +2,7 @@
 
 Each `Change` mutates a tokenizer the way a user or a library would: through transformers
 (`add_tokens`, `add_special_tokens`), through `backend_tokenizer` (assigning a normalizer,
-pre-tokenizer or post-processor, a model flag, truncation or padding), or in place (a
+pre-tokenizer, post-processor or model, a model flag, truncation or padding), or in place (a
 pre-tokenizer's own setting, written through to the tokenizer). Applied to the accelerated
 object or to the original it was made from (they share HF's Rust tokenizer), every one must leave
 the accelerated encode equal to HF's on every text: the backend rebuilt, or HF answering.
@@ -57,6 +57,28 @@ def _set_post_processor(tokenizer) -> None:
     )
 
 
+def _fewer_merges(tokenizer) -> None:
+    """The model replaced by one with the same vocabulary and flags but without its first merges
+    (where it has merges; otherwise without its last vocabulary entry): no field read per call differs."""
+    import json
+
+    from tokenizers import Tokenizer
+
+    rust = tokenizer.backend_tokenizer
+    spec = json.loads(rust.to_str())
+    model = spec["model"]
+    if model.get("merges"):
+        model["merges"] = model["merges"][50:]
+    else:
+        vocab = model["vocab"]
+        if isinstance(vocab, dict):
+            last = max(vocab, key=vocab.get)
+            vocab[last + "\u2063"] = vocab.pop(last)  # the same size, one token renamed
+        else:
+            vocab[-1] = [vocab[-1][0] + "\u2063", vocab[-1][1]]
+    rust.model = Tokenizer.from_str(json.dumps(spec)).model
+
+
 def _split_digits(tokenizer) -> None:
     rust = tokenizer.backend_tokenizer
     rust.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True), rust.pre_tokenizer])
@@ -78,6 +100,7 @@ CHANGES = (
     Change("the pre-tokenizer replaced (digits split first)", _split_digits, SAMPLE),
     Change("a pre-tokenizer setting changed in place", _in_place_pre_tokenizer, SAMPLE),
     Change("the post-processor replaced (BOS/EOS)", _set_post_processor, SAMPLE),
+    Change("the model replaced (the same vocabulary size and flags, other merges)", _fewer_merges, SAMPLE),
     Change(
         "truncation and padding set on the Rust tokenizer",
         lambda tokenizer: (

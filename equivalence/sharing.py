@@ -114,26 +114,39 @@ def _raised_alike(name: str, theirs, ours) -> str | None:
     return None
 
 
-def settings_left(hf, accelerated, guarded: str) -> str | None:
+def settings_left(hf, accelerated, guarded: str, original=None) -> str | None:
+    """None where, after every call of a mixed sequence, `accelerated` (and `original`, the HF
+    object it was made from, which shares its Rust tokenizer) shows the settings `hf` shows after
+    the same calls, its Rust tokenizer encodes alike, and `save_pretrained` writes the same file."""
+    views = [("the accelerated tokenizer", accelerated)] + (
+        [("the tokenizer given to accelerate()", original)] if original is not None else []
+    )
     if settings_of(accelerated.backend_tokenizer) != settings_of(hf.backend_tokenizer):
         return "the Rust settings after accelerate() differ from HF's"
     steps = calls_leaving_settings(guarded)
     order = [*range(len(steps)), *range(len(steps) - 1, -1, -1), 0, 7, 1, 7, 4, 3, 2, 8, 5, 9, 1]
+    probe = guarded + " hello world" * 8
     for index in order:
         name, step = steps[index]
         difference = _raised_alike(name, answer_of(step, hf), answer_of(step, accelerated))
         if difference is not None:
             return difference
-        ours, theirs = settings_of(accelerated.backend_tokenizer), settings_of(hf.backend_tokenizer)
-        if ours != theirs:
-            return f"after a {name!r} call the Rust settings are {ours}, HF's {theirs}"
+        theirs = settings_of(hf.backend_tokenizer)
+        their_ids = hf.backend_tokenizer.encode(probe).ids
+        for view, tokenizer in views:
+            ours = settings_of(tokenizer.backend_tokenizer)
+            if ours != theirs:
+                return f"after a {name!r} call {view}'s Rust settings are {ours}, HF's {theirs}"
+            if view != views[0][0] and tokenizer.backend_tokenizer.encode(probe).ids != their_ids:
+                return f"after a {name!r} call {view}'s Rust tokenizer encodes otherwise than HF's"
     with tempfile.TemporaryDirectory() as folder:
-        saved = []
-        for tokenizer, name in ((hf, "hf"), (accelerated, "ours")):
+        saved = {}
+        for name, tokenizer in (("hf", hf), *views):
             tokenizer.save_pretrained(Path(folder) / name)
-            saved.append((Path(folder) / name / "tokenizer.json").read_bytes())
-    if saved[0] != saved[1]:
-        return "save_pretrained's tokenizer.json differs from HF's"
+            saved[name] = (Path(folder) / name / "tokenizer.json").read_bytes()
+    for view, _ in views:
+        if saved[view] != saved["hf"]:
+            return f"save_pretrained's tokenizer.json of {view} differs from HF's"
     return None
 
 

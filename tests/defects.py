@@ -16,6 +16,7 @@ from array import array
 
 from tokbackend._guard import UnicodeGuard
 from tokbackend._routing import Routing
+from tokbackend._added_tokens import AddedToken, AddedTokens
 from tokbackend._segments import AddedTokenSplitter, Segments, text_of
 from tokbackend._shared_settings import SettingsGate, apply, read
 from tokbackend._tokenizer import AcceleratedTokenizerMixin, HFReference
@@ -240,8 +241,17 @@ def serve_with_guard(tokenizer, guard: UnicodeGuard) -> None:
 # -- splitters -----------------------------------------------------------------------------
 
 
+def splitter_of(tokens: dict[str, int]) -> AddedTokenSplitter:
+    """A splitter for special tokens (not normalized, no flags) content -> id."""
+    specials = [AddedToken(token_id, content, special=True, normalized=False) for content, token_id in tokens.items()]
+    return AddedTokenSplitter(AddedTokens(specials, None, True))
+
+
 class OffByOne(AddedTokenSplitter):
     """The first character after each added token is moved into the piece before."""
+
+    def __init__(self, tokens: dict[str, int]) -> None:
+        super().__init__(splitter_of(tokens).tokens)
 
     def split(self, text, start=0):
         parts = [text_of(part) for part in super().split(text, start)]
@@ -255,14 +265,21 @@ class OffByOne(AddedTokenSplitter):
 class ShortestFirst(AddedTokenSplitter):
     """The shortest added token wins where two start at one position."""
 
-    def __init__(self, tokens):
-        super().__init__(tokens)
+    def __init__(self, tokens: dict[str, int]) -> None:
+        super().__init__(splitter_of(tokens).tokens)
         self._pattern = re.compile("(" + "|".join(map(re.escape, sorted(tokens, key=len))) + ")")
+
+    def split(self, text, start=0):
+        parts = self._pattern.split(text[start:])
+        return [part if index % 2 == 0 else self.ids[part] for index, part in enumerate(parts) if part]
 
 
 class CutsAnywhere(AddedTokenSplitter):
     """The prefix memo trusts every remembered prefix, also where a longer added token of the new
     text starts inside the prefix's last token and runs past its end."""
+
+    def __init__(self, tokens: dict[str, int]) -> None:
+        super().__init__(splitter_of(tokens).tokens)
 
     def cuts_at(self, text, position):
         return True

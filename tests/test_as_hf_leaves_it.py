@@ -44,6 +44,23 @@ def test_settings_and_saved_file_are_what_hf_leaves_after_every_call(plain, back
     assert settings_left(hf, accelerated, GUARDED) is None
 
 
+@pytest.mark.parametrize("backend", ["fastokens", "gigatoken"])
+def test_the_tokenizer_given_to_accelerate_reads_encodes_and_saves_as_hf_leaves_it(plain, backend):
+    """The HF object passed to accelerate() shares its Rust tokenizer with the accelerated copy:
+    after a call whose ids would be cut (HF answers it, setting truncation) and a plain call the
+    backend answers, HF alone shows no truncation; the original must too, and encode and save so
+    (before: its truncation stayed max_length=3, its Rust encode gave 3 ids, its saved file kept it)."""
+    hf, given = copy.deepcopy(plain), copy.deepcopy(plain)
+    accelerated = tokbackend.accelerate(given, backend)
+    long = "one two three four five six seven"
+    for tokenizer in (hf, accelerated):
+        tokenizer(long, truncation=True, max_length=3)
+        tokenizer.encode("hello world")
+    assert given.backend_tokenizer.truncation is None is hf.backend_tokenizer.truncation
+    assert given.backend_tokenizer.encode(long).ids == hf.backend_tokenizer.encode(long).ids
+    assert settings_left(hf, accelerated, GUARDED, original=given) is None
+
+
 def test_settings_a_loaded_tokenizer_carries_survive_accelerate(plain):
     """A tokenizer.json may carry truncation and padding: HF keeps them until its first call;
     accelerate()'s probe (internal HF calls) must not reset them."""

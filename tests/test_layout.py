@@ -22,6 +22,7 @@ LAYERS = [
         "_package_data",
         "_hf_import",
         "_tokenizer_json",
+        "_added_tokens",
         "_process",
         "_models",
         "backends",

@@ -10,11 +10,13 @@ from __future__ import annotations
 import dataclasses
 import enum
 import logging
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from types import MappingProxyType
 from typing import NamedTuple
 
+from tokbackend._added_tokens import AddedTokens
 from tokbackend._options import AccelerationOptions
+from tokbackend._probe import PiecesOf
 from tokbackend._reference import Reference
 from tokbackend._routing import NoExactBackend, Routing, Shortfall, build_routing
 from tokbackend._segments import Segments, segments_for
@@ -93,6 +95,10 @@ class Build:
     special_tokens: int = 0
     segments: Segments | None = None
     segments_unsupported: str | None = None  # why this tokenizer does not use the segment cache
+    # where texts cannot be split here: true of a text that may hold an added token, which HF answers
+    added_tokens_to_hf: Callable[[str], object] | None = None
+    # how a text reaches the backend (`_pieces_of`), for whoever probes this build again (verify)
+    pieces_of: PiecesOf = dataclasses.field(default=lambda text: [text], compare=False, repr=False)
     # a result's Encodings asked for after the tokenizer changed are those of this state
     tokenizer_json: str | None = dataclasses.field(default=None, compare=False, repr=False)
 
@@ -114,12 +120,17 @@ def build_for(reference: Reference, options: AccelerationOptions, content: Hasha
     instead (strict=True still raises on inexactness)."""
     tokenizer_json = reference.tokenizer_json()
     model = reference.model
-    segments, unsupported = None, None
-    if options.segment_cache_mib is not None:
+    segments, unsupported, added_tokens_to_hf = None, None, None
+    tokens = AddedTokens.from_tokenizer_json(tokenizer_json)
+    # the segments split texts for the cache, and where no backend's own pass splits as HF does
+    if options.segment_cache_mib is not None or not tokens.one_pass:
         found = segments_for(tokenizer_json, options.segment_cache_mib, options.segment_cache_steps_aside, reference.hf_ids)
         if isinstance(found, str):
             unsupported = found
-            logger.info("%s: segment cache off: %s", model, found)
+            if options.segment_cache_mib is not None:
+                logger.info("%s: segment cache off: %s", model, found)
+            if not tokens.one_pass:  # its pieces cannot be encoded apart, and no backend splits as HF does
+                added_tokens_to_hf = tokens.search
         else:
             segments = found
     common = Build(
@@ -128,12 +139,14 @@ def build_for(reference: Reference, options: AccelerationOptions, content: Hasha
         special_tokens=reference.special_tokens_count(),
         segments=segments,
         segments_unsupported=unsupported,
+        added_tokens_to_hf=added_tokens_to_hf,
+        pieces_of=_pieces_of(tokens, segments is not None),
         tokenizer_json=tokenizer_json,
     )
     from tokbackend._metrics import METRICS  # not with the package: see its docstring
 
     try:
-        routing, probe_seconds = build_routing(reference, tokenizer_json, options, model)
+        routing, probe_seconds = build_routing(reference, tokenizer_json, options, model, common.pieces_of)
     except NoExactBackend as failure:
         if METRICS is not None:  # before `_unserved`, which may raise
             METRICS.count_build(options.backend, failure.shortfall.value)
@@ -147,6 +160,17 @@ def build_for(reference: Reference, options: AccelerationOptions, content: Hasha
     if METRICS is not None:
         METRICS.count_build(routing.lane.name, "served")
     return dataclasses.replace(common, routing=routing, disabled_reason=None, probe_seconds=probe_seconds)
+
+
+def _pieces_of(tokens: AddedTokens, splits: bool) -> PiecesOf:
+    """How a build hands a text to its backend (`AccelerationState.answer`): whole where one pass
+    over the added tokens is HF's rule (the backend's own pass splits it) or none may occur in it;
+    else in pieces split here where they encode apart (`splits`), or not at all."""
+    if tokens.one_pass:
+        return lambda text: [text]
+    if not splits:
+        return lambda text: None if tokens.may_hold_token(text) else [text]
+    return lambda text: tokens.for_backend(text) if tokens.may_hold_token(text) else [text]
 
 
 def _prepare(routing: Routing) -> None:

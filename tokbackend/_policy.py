@@ -37,6 +37,7 @@ class FallbackReason(str, enum.Enum):
     FAST_PATH_DISABLED = "fast_path_disabled"
     POST_PROCESSOR = "post_processor"
     UNICODE_GUARD = "unicode_guard"
+    ADDED_TOKENS = "added_tokens"  # split at its added tokens only by HF (`tokbackend._added_tokens`)
     BAD_INPUT = "bad_input"
     BACKEND_ERROR = "backend_error"  # the one problem, not a documented hand-over: logged at WARNING
 

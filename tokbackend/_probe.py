@@ -12,8 +12,12 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from tokbackend.backends._arrays import encode_batch_arrays
+from tokbackend.backends._arrays import encode_array, encode_batch_arrays
 from tokbackend.backends._base import panics_as_errors
+
+# How a build hands a text to its backend: whole ([text]), as pieces and added tokens' ids split
+# at them (`tokbackend._added_tokens`), or not at all (None: HuggingFace answers it).
+PiecesOf = Callable[[str], "list[str | int] | None"]
 
 if TYPE_CHECKING:
     from tokbackend._guard import UnicodeGuard
@@ -77,32 +81,70 @@ class ProbeResult:
     mismatch: ProbeMismatch | None
 
 
-def run_probe(backend: EncodeBackend, reference: Reference, guard: UnicodeGuard) -> ProbeResult:
+def run_probe(
+    backend: EncodeBackend, reference: Reference, guard: UnicodeGuard, pieces_of: PiecesOf = lambda text: [text]
+) -> ProbeResult:
     """Compare `backend` with HuggingFace (`reference.hf_ids`) on the edge strings and every added
-    token alone, glued to text and amid spaces and newlines, leaving out strings the Unicode
-    guard sends to HuggingFace anyway."""
+    token alone, glued to text, amid spaces and newlines, and side by side with another that
+    follows or overlaps it, leaving out strings the Unicode guard sends to HuggingFace anyway.
+    Each string reaches the backend as the build hands it over (`pieces_of`: whole, in pieces
+    split at its added tokens, or not at all)."""
     strings = list(EDGE_STRINGS)
-    for token in reference.added_tokens():
+    tokens = sorted(reference.added_tokens())
+    for token in tokens:
         strings.extend((token, f"a{token}b", f" {token} ", f"x\n{token}\n\ny", f"{token}{token}", token[:-1]))
-    return _compared(backend, [text for text in strings if not guard.needs_hf(text)], reference.hf_ids)
+    strings.extend(side_by_side(tokens))
+    return _compared(backend, [text for text in strings if not guard.needs_hf(text)], reference.hf_ids, pieces_of)
+
+
+def side_by_side(tokens: list[str], most: int = 64) -> list[str]:
+    """Added tokens glued to the next (in sorted order: those sharing a start), cut short before
+    it, and, up to `most`, joined where one's end is another's start (either may match there)."""
+    strings: list[str] = []
+    for token, after in zip(tokens, tokens[1:] + tokens[:1]):
+        strings.extend((f"{token}{after}", f"{token[:-1]}{after}", f"{token} {after}"))
+    overlaps = 0
+    for token in tokens:
+        for other in tokens:
+            shared = next((size for size in range(min(len(token), len(other)) - 1, 0, -1) if token.endswith(other[:size])), 0)
+            if shared and overlaps < most:
+                strings.append(f"{token}{other[shared:]}")
+                overlaps += 1
+    return strings
 
 
 def ascii_probe(backend: EncodeBackend, hf_ids: Callable[[list[str]], list[list[int]]]) -> ProbeResult:
     """`run_probe` on the ASCII edge strings alone, which no guard sends to HuggingFace: a
     backend wrong on one of them cannot be made exact by any guard (milliseconds; run before a
     guard is derived for a backend, whose derivation would find nearly every code point divergent)."""
-    return _compared(backend, [text for text in EDGE_STRINGS if text.isascii()], hf_ids)
+    return _compared(backend, [text for text in EDGE_STRINGS if text.isascii()], hf_ids, lambda text: [text])
 
 
-def _compared(backend: EncodeBackend, strings: list[str], hf_ids: Callable[[list[str]], list[list[int]]]) -> ProbeResult:
+def _compared(
+    backend: EncodeBackend, strings: list[str], hf_ids: Callable[[list[str]], list[list[int]]], pieces_of: PiecesOf
+) -> ProbeResult:
     started = time.perf_counter()
+    split = {text: parts for text in strings if (parts := pieces_of(text)) is not None}
+    strings = list(split)
+    pieces = list(dict.fromkeys(part for parts in split.values() for part in parts if isinstance(part, str)))
     expected = hf_ids(strings)
     try:
-        # both forms the lane serves: lists, and `array('q')` rows (a path of its own in a backend)
+        # every form the lane serves: a batch and one text, each as lists and as `array('q')`
+        # rows (each a path of its own in a backend)
         with panics_as_errors(getattr(backend, "name", type(backend).__name__)):
-            answers = (backend.encode_batch(strings), [list(row) for row in encode_batch_arrays(backend, strings)])
-        differing = (ProbeMismatch(*row) for answer in answers for row in zip(strings, answer, expected) if row[1] != row[2])
-        mismatch = next(differing, None)
+            forms = (
+                backend.encode_batch(pieces),
+                encode_batch_arrays(backend, pieces),
+                [backend.encode(piece) for piece in pieces],
+                [encode_array(backend, piece) for piece in pieces],
+            )
+        mismatch = None
+        for answers in forms:
+            of_piece = dict(zip(pieces, answers))
+            for text, hf in zip(strings, expected):
+                ids = [part_id for part in split[text] for part_id in (of_piece[part] if isinstance(part, str) else [part])]
+                if ids != hf:
+                    mismatch = mismatch or ProbeMismatch(text, ids, hf)
     except Exception as error:  # a backend that cannot encode edge strings (or panics) is not exact either
         mismatch = ProbeMismatch(f"<backend raised {error!r}>", [], [])
     return ProbeResult(len(strings), time.perf_counter() - started, mismatch)

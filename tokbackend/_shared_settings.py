@@ -2,15 +2,17 @@
 
 HF's `_encode_plus` sets the Rust tokenizer's truncation, padding and `encode_special_tokens`
 to what the call asks and leaves them so (`backend_tokenizer`, `save_pretrained` and pickles
-show the last call's). Two kinds of call of ours would break that: internal calls (the guard's
-hand-over, the probe, a result's Encodings) ask for other settings, and would turn a running
-user call's truncation off under it; fast-path answers set nothing.
+show the last call's). The Rust tokenizer is shared with the HF object `accelerate()` was given,
+so whatever reads either must find what HF's calls would have left. Two kinds of call of ours
+would break that: internal calls (the guard's hand-over, the probe, a result's Encodings) ask for
+other settings, and would turn a running user call's truncation off under it; fast-path answers
+set nothing.
 
 `SettingsGate` (one per Rust tokenizer, `gate_of`) admits HF calls together only while they ask
-for the same settings; an internal group puts back what HF's last call left. A fast answer only
-records what HF's call would have left (`answered`: one store), applied (`settle`) before
-anything reads the settings through the accelerated tokenizer. Calls through another object
-sharing the Rust tokenizer pass no gate: their race stays HF's own.
+for the same settings; an internal group puts back what HF's last call left. A fast answer leaves
+the settings HF's call would have left (`answered`), at once: it reads them only after an HF
+call through an accelerated object may have changed them (`dirty`), or where the call truncates.
+Calls through another object sharing the Rust tokenizer pass no gate: their race stays HF's own.
 """
 
 from __future__ import annotations
@@ -30,6 +32,9 @@ Settings = tuple[Any, Any, bool]
 # What a plain call leaves (no truncation, no padding, special tokens recognized): every
 # `encode(text)` the fast path answers, and what internal calls ask for.
 PLAIN: Settings = (None, None, False)
+
+
+_ANSWERED = "answered"  # the key of a fast answer's group: (_ANSWERED, the settings it leaves)
 
 
 def read(rust: Any) -> Settings:
@@ -62,9 +67,11 @@ class SettingsGate:
 
     def __init__(self) -> None:
         self._open()
-        # What HF's last user-visible call would have left, where the Rust tokenizer may show
-        # otherwise (stored by each fast-path answer, and by an internal group's snapshot).
+        # What HF's last user-visible call left, while an internal group runs (its snapshot).
         self.left: Settings | None = None
+        # Whether a user's HF call through an accelerated object may have left settings that are
+        # not PLAIN (read unlocked on every fast answer; set and cleared inside the gate).
+        self.dirty = False
 
     def _open(self) -> None:
         """No call inside: at start, and in a child forked while other threads were inside
@@ -76,9 +83,17 @@ class SettingsGate:
         self._internal = False
         self._owners = threading.local()  # how deep this thread is inside the gate
 
-    def answered(self, settings: Settings) -> None:
-        """A fast-path answer: HF's call would have left `settings` (the one seam for it)."""
-        self.left = settings
+    def answered(self, rust: Any, settings: Settings) -> None:
+        """A fast-path answer (the one seam for it; the caller skips it for PLAIN while not
+        `dirty`): leave on the Rust tokenizer the settings HF's call would have left."""
+        if read(rust) == settings:
+            if settings is PLAIN and self.dirty:
+                with self._condition:
+                    if self._holders == 0:
+                        self.dirty = False
+            return
+        with self.entered(rust, (_ANSWERED, settings), internal=False):
+            apply(rust, settings)
 
     @contextlib.contextmanager
     def entered(self, rust: Any, key: Any, internal: bool) -> Iterator[None]:
@@ -96,23 +111,6 @@ class SettingsGate:
             if not depth:
                 self._leave(rust)
 
-    def settle(self, rust: Any) -> None:
-        """Apply the settings HF would show now (before anything reads them)."""
-        left = self.left
-        # read, not remembered: a call through another object sharing the Rust tokenizer (the
-        # HF tokenizer accelerate() copied) may have set others (~0.2 us without truncation)
-        if left is None or getattr(self._owners, "depth", 0) != 0 or read(rust) == left:
-            return
-        with self._condition:
-            self._waiting += 1  # ahead of new calls joining the running group
-            while self._holders:
-                self._condition.wait()
-            self._waiting -= 1
-            left = self.left
-            if left is not None:
-                apply(rust, left)
-                self.left = None
-
     def _enter(self, rust: Any, key: Any, internal: bool) -> None:
         with self._condition:
             # a call waiting for other settings goes before new calls joining the running group
@@ -125,6 +123,8 @@ class SettingsGate:
                 self._key, self._internal = key, internal
                 if internal and self.left is None:
                     self.left = read(rust)
+            if not internal:  # a user's call leaves its own settings: PLAIN only where a fast answer's are
+                self.dirty = key != (_ANSWERED, PLAIN)
             self._holders += 1
 
     def _joins(self, key: Any, internal: bool) -> bool:

@@ -78,8 +78,8 @@ class AccelerationState:
         """What serves this tokenizer and the counters (`Stats`: read-only, also a mapping)."""
         build, guard = self.build, self.guard
         routing, segments = build.routing, build.segments
-        segment_cache: dict[str, Any] = {"enabled": segments is not None}
-        if segments is not None:
+        segment_cache: dict[str, Any] = {"enabled": segments is not None and segments.caches}
+        if segments is not None and segments.caches:
             segment_cache.update(segments.cache.stats())
         elif self.options.segment_cache_mib is not None:  # on, and this tokenizer's pipeline has no use for it
             segment_cache["unsupported"] = build.segments_unsupported
@@ -181,10 +181,17 @@ class AccelerationState:
             self.record_fallback(FallbackReason.ARGUMENT_VALUE, f"stride {truncation.stride} too large", texts=len(texts))
             return None
         ids: BatchIds
+        unsplit = 0  # texts HF answers whole: only it splits them exactly
         try:
             segments, routing = build.segments, build.routing
-            if segments is not None and segments.worth_consulting(texts, arrays) and segments.cache.consulted(len(texts)):
-                ids, answered_by_hf = encode_through_cache(
+            if build.added_tokens_to_hf is not None and any(map(build.added_tokens_to_hf, texts)):
+                self.record_fallback(FallbackReason.ADDED_TOKENS, texts=len(texts))
+                return None
+            if segments is not None and (
+                (segments.exact_split and segments.must_split(texts))
+                or (segments.worth_consulting(texts, arrays) and segments.cache.consulted(len(texts)))
+            ):
+                ids, answered_by_hf, unsplit = encode_through_cache(
                     texts, segments.splitter, segments.cache, routing, reference.hf_ids, arrays
                 )
             else:
@@ -201,16 +208,19 @@ class AccelerationState:
                 reason = FallbackReason.BAD_INPUT
             self.record_fallback(reason, error, texts=len(texts))
             return None
-        if answered_by_hf:
-            self.record_fallback(FallbackReason.UNICODE_GUARD, texts=answered_by_hf)
-        if len(texts) > answered_by_hf:  # only what the backend answered counts as fast
-            self.counters.record_fast(len(texts) - answered_by_hf, arrays)
         if add_special_tokens and affixes is not None and (affixes[0] or affixes[1]):
             prefix, suffix = (array("q", affix) for affix in affixes) if arrays else affixes
             ids = [prefix + sequence + suffix for sequence in cast("list[Any]", ids)]  # both arrays, or both lists
         if truncation is not None and any(len(sequence) > truncation.max_length for sequence in ids):
+            # HF answers the whole call: each text is counted there, once
             self.record_fallback(FallbackReason.TRUNCATION, f"more than max_length={truncation.max_length} ids", texts=len(texts))
             return None
+        if answered_by_hf:
+            self.record_fallback(FallbackReason.UNICODE_GUARD, texts=answered_by_hf)
+        if unsplit:
+            self.record_fallback(FallbackReason.ADDED_TOKENS, texts=unsplit)
+        if len(texts) > answered_by_hf + unsplit:  # only what the backend answered counts as fast
+            self.counters.record_fast(len(texts) - answered_by_hf - unsplit, arrays)
         return ids
 
 

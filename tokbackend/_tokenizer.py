@@ -14,6 +14,7 @@ import copy
 import functools
 import threading
 import types
+import weakref
 from array import array
 from collections.abc import Callable, Hashable, Iterator
 from time import perf_counter
@@ -71,12 +72,6 @@ class AcceleratedTokenizerMixin(_HFTokenizer):
     _tokbackend: AccelerationState
     _tokbackend_reference: HFReference
     _tokbackend_gate: SettingsGate
-
-    @property
-    def backend_tokenizer(self) -> Tokenizer:
-        # what HF's calls would have left on it, also for calls the fast path answered
-        self._tokbackend_gate.settle(self._tokenizer)
-        return self._tokenizer
 
     @property
     def tokbackend(self) -> AccelerationState:
@@ -173,7 +168,11 @@ class AcceleratedTokenizerMixin(_HFTokenizer):
         truncation = truncation_of(kwargs) if kwargs else None
         ids = state.answer(self._tokbackend_reference, texts, add_special_tokens, truncation, arrays)
         if ids is not None:  # the settings HF's call would have left on the Rust tokenizer
-            self._tokbackend_gate.answered(PLAIN if truncation is None else _left_by(truncation, kwargs, side))
+            gate = self._tokbackend_gate
+            if truncation is not None:
+                gate.answered(self._tokenizer, _left_by(truncation, kwargs, side))
+            elif gate.dirty:
+                gate.answered(self._tokenizer, PLAIN)
         return ids
 
     def tokenize(self, *args: Any, **kwargs: Any) -> list[str]:
@@ -204,7 +203,6 @@ class AcceleratedTokenizerMixin(_HFTokenizer):
 
     def _tokbackend_plain_copy(self) -> PreTrainedTokenizerBase:
         """A shallow copy of the HuggingFace tokenizer underneath, without acceleration."""
-        self._tokbackend_gate.settle(self._tokenizer)  # what HF's calls would have left on it
         plain = object.__new__(self._tokbackend_original_class)
         plain.__dict__.update({key: value for key, value in self.__dict__.items() if key not in _OUR_ATTRIBUTES})
         return plain
@@ -245,13 +243,22 @@ _SETTINGS_KWARGS = (
 
 
 class HFReference:
-    """The `Reference` of one accelerated tokenizer object: what the layers below may ask of it."""
+    """The `Reference` of one accelerated tokenizer object: what the layers below may ask of it.
+    It holds the tokenizer weakly: the tokenizer holds it (through its state's calls), and a
+    cycle would keep the backend alive until the cyclic garbage collector ran."""
 
-    __slots__ = ("_tokenizer", "model")
+    __slots__ = ("_tokenizer_of", "model")
 
     def __init__(self, tokenizer: AcceleratedTokenizerMixin, model: str) -> None:
-        self._tokenizer = tokenizer
+        self._tokenizer_of = weakref.ref(tokenizer)
         self.model = model
+
+    @property
+    def _tokenizer(self) -> AcceleratedTokenizerMixin:
+        tokenizer = self._tokenizer_of()
+        if tokenizer is None:  # only a caller that kept the reference and dropped the tokenizer
+            raise ReferenceError("tokbackend: the accelerated tokenizer this reference belongs to is gone")
+        return tokenizer
 
     def hf_ids(self, texts: list[str], add_special_tokens: bool = False) -> list[list[int]]:
         """HuggingFace's own ids for plain texts (the reference the backend must match). Not
@@ -293,7 +300,10 @@ class HFReference:
         return without_truncation_and_padding(self._tokenizer._tokenizer.to_str())
 
     def fingerprint(self) -> Hashable:
-        return watch.fingerprint(self._tokenizer._tokenizer, self._tokenizer)
+        tokenizer = self._tokenizer_of()  # read on every call: no property frame
+        if tokenizer is None:
+            return None  # gone: nothing to serve
+        return watch.fingerprint(tokenizer._tokenizer, tokenizer)
 
     def content(self) -> Hashable:
         return watch.content(self._tokenizer._tokenizer)

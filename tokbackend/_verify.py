@@ -78,6 +78,7 @@ STEP_TITLES = MappingProxyType(
     {
         "scan": "code-point scan",
         "properties": "hypothesis properties",
+        "added_tokens": "added tokens side by side",
         "arguments": "arguments and results",
         "changes": "changes after acceleration",
         "sharing": "threads, state, warnings, results",
@@ -356,7 +357,8 @@ def _probe(run: _Run) -> Outcome:
     from tokbackend._tokenizer import AcceleratedTokenizerMixin, reference_of
 
     accelerated = typing.cast(AcceleratedTokenizerMixin, run.accelerated)
-    result = run_probe(run.accelerated.tokbackend.backend, reference_of(accelerated), run.accelerated.tokbackend.guard)
+    state = run.accelerated.tokbackend
+    result = run_probe(state.backend, reference_of(accelerated), state.guard, state.build.pieces_of)
     if (mismatch := result.mismatch) is None:
         return _result("ok", f"{counted(result.strings, 'edge string')} agree ({result.seconds * 1000:.1f} ms)")
     detail = f"{mismatch.text!r}: backend {mismatch.backend_ids[:12]} vs HF {mismatch.hf_ids[:12]}"
@@ -455,6 +457,36 @@ def _properties(run: _Run) -> Outcome:
         return _result("mismatch", f"{len(mismatches)} of {len(classes)} input classes disagree", counterexamples=mismatches)
     agree = f"{len(classes)} input classes agree (up to {base.max_examples} examples each, profile {run.profile!r})"
     return _passed(answered, "the examples", f"{agree}; backend answered {answered} texts", backend_answered=answered)
+
+
+def _added_tokens(run: _Run) -> Outcome:
+    """The model's own added tokens side by side, overlapping, cut short and amid text, in every
+    call form (encode, `__call__`, a batch, arrays, a chat template), as HF's."""
+    import random
+
+    from equivalence.added_tokens import call_forms, random_text
+    from equivalence.differential import answer_of
+    from tokbackend._probe import side_by_side
+
+    tokens = sorted(run.added_tokens())
+    if not tokens:
+        return _result("info", "not applicable: the tokenizer has no added tokens")
+    rng = random.Random(run.seed)
+    texts = side_by_side(tokens) + [random_text(rng, tokens) for _ in range(run.hypothesis_settings().max_examples)]
+    before = _fast_texts(run.accelerated)
+    ours, theirs = call_forms(run.accelerated), call_forms(run.hf)
+    for start in range(0, len(texts), 8):
+        batch = texts[start : start + 8]
+        for form, call in ours.items():
+            got, expected = answer_of(call, batch), answer_of(theirs[form], batch)
+            if got != expected:
+                shown = next((text for text, one, other in zip(batch, got, expected) if one != other), batch)
+                detail = f"{form} of {shown!r}: ours {str(got)[:100]}, HF's {str(expected)[:100]}"
+                return _result("mismatch", f"ids around added tokens differ: {detail}", counterexamples=[detail])
+    detail = (
+        f"{counted(len(texts), 'text')} around the model's {counted(len(tokens), 'added token')} agree in {len(ours)} call forms"
+    )
+    return _passed(_fast_texts(run.accelerated) - before, "the texts", detail)
 
 
 def _arguments(run: _Run) -> Outcome:

@@ -3,9 +3,12 @@
 `fingerprint()` changes whenever the Rust tokenizer's added tokens, normalizer, pre-tokenizer,
 post-processor or model may have. Added tokens change only through `add_tokens` and
 `add_special_tokens`, which `watch()` shadows with wrappers that put a fresh marker in the
-object's `__dict__` (reading the added tokens themselves is slow). `content()` is what a build is
-made from, without the marker and identity: two tokenizers with equal content encode alike.
-Truncation and padding are left out: HF resets both before every encode.
+object's `__dict__` (reading the added tokens themselves is slow). A model is replaced only by
+assigning `Tokenizer.model`, whose setter (made once per process, `_watch_model_assignments`)
+puts a marker of its own there too (reading a model's vocabulary and merges is slower still).
+`content()` is what a build is made from, without the added-token marker and identity: two
+tokenizers with equal content encode alike. Truncation and padding are left out: HF resets both
+before every encode.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from types import MappingProxyType
 from typing import Any
 
 _MARKER = "_tokbackend_added_tokens_marker"
+_MODEL_MARKER = "_tokbackend_model_marker"  # absent until a model is assigned
 _MUTATORS = ("add_tokens", "add_special_tokens")
 # What each model type's encode reads besides its vocabulary, read with one `attrgetter` call.
 _MODEL_FIELDS = MappingProxyType(
@@ -49,7 +53,23 @@ def watch(rust: Any, owner: Any) -> object:
     for name in _MUTATORS:
         namespace[name] = _marking(getattr(type(rust), name), reference)
     namespace[_MARKER] = marker = object()
+    _watch_model_assignments(type(rust))
     return marker
+
+
+def _watch_model_assignments(kind: type) -> None:
+    """Make assigning `model` on any `kind` (tokenizers' Tokenizer) leave a fresh marker in the
+    instance's `__dict__`: a class-level property around the original setter (a Rust tokenizer
+    takes no instance-level one, and its class no subclass). Reading stays the C getter."""
+    original = kind.__dict__.get("model")
+    if original is None or isinstance(original, property):
+        return  # made already (a race makes it twice, each around the original: alike)
+
+    def assign(rust: Any, model: Any) -> None:
+        original.__set__(rust, model)
+        rust.__dict__[_MODEL_MARKER] = object()
+
+    kind.model = property(original.__get__, assign, doc=original.__doc__)  # type: ignore[attr-defined]
 
 
 def _unwatch(namespace: dict[str, Any]) -> None:
@@ -85,6 +105,7 @@ def fingerprint(rust: Any, owner: Any) -> Hashable:
     return (
         id(rust),
         marker,
+        rust.__dict__.get(_MODEL_MARKER),
         None if normalizer is None else normalizer.__getstate__(),
         None if pre_tokenizer is None else pre_tokenizer.__getstate__(),
         None if post_processor is None else post_processor.__getstate__(),
@@ -101,5 +122,10 @@ def content(rust: Any) -> Hashable:
     )
     model = rust.model
     fields = _MODEL_FIELDS.get(type(model).__name__)
-    model_state = (type(model), rust.get_vocab_size(False), None if fields is None else fields(model))
+    model_state = (
+        type(model),
+        rust.get_vocab_size(False),
+        None if fields is None else fields(model),
+        rust.__dict__.get(_MODEL_MARKER),
+    )
     return (_state(rust.normalizer), _state(rust.pre_tokenizer), _state(rust.post_processor), model_state, added)

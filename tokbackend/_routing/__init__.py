@@ -14,16 +14,20 @@ from tokbackend._routing.names import AUTO, backend_choices
 
 if TYPE_CHECKING:
     from tokbackend._options import AccelerationOptions
+    from tokbackend._probe import PiecesOf
     from tokbackend._reference import Reference
 
 
-def build_routing(reference: Reference, tokenizer_json: str, options: AccelerationOptions, model: str) -> tuple[Routing, float]:
-    """(the routing for `options.backend`, seconds spent probing); raises NoExactBackend."""
+def build_routing(
+    reference: Reference, tokenizer_json: str, options: AccelerationOptions, model: str, pieces_of: PiecesOf
+) -> tuple[Routing, float]:
+    """(the routing for `options.backend`, seconds spent probing texts handed over as `pieces_of`
+    says); raises NoExactBackend."""
     if options.backend == AUTO:
         from tokbackend._routing.auto import choose_routing
 
-        return choose_routing(reference, tokenizer_json, options, model)
-    lane, seconds = probed_lane(options.backend, tokenizer_json, options, reference, model)
+        return choose_routing(reference, tokenizer_json, options, model, pieces_of)
+    lane, seconds = probed_lane(options.backend, tokenizer_json, options, reference, model, pieces_of)
     return Routing(lane, "named explicitly"), seconds
 
 

@@ -17,6 +17,7 @@ from tokbackend.backends import available_backends, backend_class, versioned_lib
 
 if TYPE_CHECKING:
     from tokbackend._options import AccelerationOptions
+    from tokbackend._probe import PiecesOf
     from tokbackend._reference import Reference
 
 DEFAULT_PREFERENCE = 50
@@ -37,7 +38,9 @@ def candidates() -> list[str]:
     return [name for _, name in sorted(ranked)]
 
 
-def choose_routing(reference: Reference, tokenizer_json: str, options: AccelerationOptions, model: str) -> tuple[Routing, float]:
+def choose_routing(
+    reference: Reference, tokenizer_json: str, options: AccelerationOptions, model: str, pieces_of: PiecesOf
+) -> tuple[Routing, float]:
     """(the routing of the first candidate that qualifies, seconds spent probing); raises
     NoExactBackend when no candidate is exact for this model."""
     order = candidates()
@@ -49,7 +52,7 @@ def choose_routing(reference: Reference, tokenizer_json: str, options: Accelerat
     probe_seconds = 0.0
     for name in order:
         try:
-            lane, seconds = probed_lane(name, tokenizer_json, options, reference, model)
+            lane, seconds = probed_lane(name, tokenizer_json, options, reference, model, pieces_of)
         except NoExactBackend as error:
             rejected[name] = error.reason
             probe_seconds += error.probe_seconds

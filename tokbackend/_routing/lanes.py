@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from tokbackend._cache_dir import cache_dir
 from tokbackend._guard import GuardUnavailableError, UnicodeGuard, load_guard
-from tokbackend._probe import ascii_probe, run_probe
+from tokbackend._probe import PiecesOf, ascii_probe, run_probe
 from tokbackend._process.threads import OnItsOwnThread
 from tokbackend.backends import EncodeBackend, backend_class
 from tokbackend.backends._arrays import encode_array, encode_batch_arrays
@@ -166,9 +166,10 @@ def build_lane(name: str, tokenizer_json: str, options: AccelerationOptions, ref
 
 
 def probed_lane(
-    name: str, tokenizer_json: str, options: AccelerationOptions, reference: Reference, model: str
+    name: str, tokenizer_json: str, options: AccelerationOptions, reference: Reference, model: str, pieces_of: PiecesOf
 ) -> tuple[Lane, float]:
-    """(backend `name`'s lane, seconds spent probing it where `options.probe`); raises
+    """(backend `name`'s lane, seconds spent probing it where `options.probe`, on texts handed
+    over as `pieces_of` says); raises
     NoExactBackend where it cannot load, its guard is refused or the boot probe finds a mismatch
     (then with the lane built, as the routing a named backend would have had)."""
     try:
@@ -179,7 +180,7 @@ def probed_lane(
         raise NoExactBackend(Shortfall.INEXACT, str(error), strict_message=f"tokbackend: {model}: {error}") from error
     if not options.probe:
         return lane, 0.0
-    result = run_probe(lane.backend, reference, lane.guard)
+    result = run_probe(lane.backend, reference, lane.guard, pieces_of)
     if result.mismatch is not None:
         why = f"probe mismatch: backend {name!r} disagrees with HuggingFace for {model} on {result.mismatch.describe()}"
         raise NoExactBackend(Shortfall.INEXACT, why, routing=Routing(lane, "named explicitly"), probe_seconds=result.seconds)

@@ -7,10 +7,11 @@ makes a call's ids from cached and new pieces; this module builds one and checks
 from __future__ import annotations
 
 import dataclasses
+from typing import cast
 
 from tokbackend._segments.assembly import encode_through_cache
 from tokbackend._segments.cache import DEFAULT_SEGMENT_CACHE_MIB, SegmentCache
-from tokbackend._segments.splitter import AddedTokenSplitter, text_of
+from tokbackend._segments.splitter import AddedTokenSplitter, Piece, text_of
 from tokbackend.backends._base import BatchEncoder
 
 # A text without an added token is one piece, answered by the cache only as a whole repeat: below
@@ -20,19 +21,34 @@ LONG_PLAIN_TEXT = 4096
 
 @dataclasses.dataclass(frozen=True)
 class Segments:
-    """The splitter for a tokenizer's added tokens and the (initially empty) cache it fills."""
+    """The splitter for a tokenizer's added tokens and the (initially empty) cache it fills; a
+    cache of no budget where the segment cache is off but texts must still be split here."""
 
     splitter: AddedTokenSplitter
     cache: SegmentCache
+    caches: bool = True
+    # texts that may hold an added token must be split here (`must_split`): one pass is not HF's rule
+    exact_split: bool = False
+
+    def must_split(self, texts: list[str]) -> bool:
+        """Whether some text may hold an added token that only the split here finds as HF does
+        (where one pass over the tokens is not HF's rule, a backend is handed pieces only)."""
+        search = self.splitter.search
+        for text in texts:  # noqa: SIM110 - a loop, not a generator: no Python frame per text
+            if search(text):
+                return True
+        return False
 
     def worth_consulting(self, texts: list[str], arrays: bool) -> bool:
         """Whether a call may gain from the cache: some text holds an added token, or, for list ids
         (array ids of a plain text come straight from the backend's buffer), is long enough that a
         repeat pays."""
+        if not self.caches:
+            return False
         search = self.splitter.search
         for text in texts:  # noqa: SIM110 - a loop, not a generator: no Python frame per text
             # the length first: a search reads the whole text
-            if (not arrays and len(text) >= LONG_PLAIN_TEXT) or search(text) is not None:
+            if (not arrays and len(text) >= LONG_PLAIN_TEXT) or search(text):
                 return True
         return False
 
@@ -58,13 +74,14 @@ _PREMISE_TEMPLATES = (
 )
 
 
-def segments_for(tokenizer_json: str, budget_mib: int, steps_aside: bool, hf_ids: BatchEncoder) -> Segments | str:
-    """A fresh cache for this tokenizer's added tokens, or why it cannot be used (the split cannot
-    be reproduced, or `premise_fails`)."""
+def segments_for(tokenizer_json: str, budget_mib: int | None, steps_aside: bool, hf_ids: BatchEncoder) -> Segments | str:
+    """A fresh cache for this tokenizer's added tokens (`budget_mib` None: one that keeps nothing,
+    for the split alone), or why pieces cannot be encoded apart (`premise_fails`, BPE dropout)."""
     splitter = AddedTokenSplitter.for_tokenizer_json(tokenizer_json)
     if isinstance(splitter, str):
         return splitter
-    return premise_fails(splitter, hf_ids) or Segments(splitter, SegmentCache(budget_mib << 20, steps_aside))
+    cache = SegmentCache((budget_mib or 0) << 20, steps_aside)
+    return premise_fails(splitter, hf_ids) or Segments(splitter, cache, budget_mib is not None, not splitter.one_pass)
 
 
 def premise_fails(splitter: AddedTokenSplitter, hf_ids: BatchEncoder) -> str | None:
@@ -79,7 +96,8 @@ def premise_fails(splitter: AddedTokenSplitter, hf_ids: BatchEncoder) -> str | N
         return None
     chosen = list(dict.fromkeys([contents[0], contents[-1], max(contents, key=len)]))
     texts = [template.format(token) for token in chosen for template in _PREMISE_TEMPLATES]
-    split = [splitter.split(text) for text in texts]
+    texts = [text for text in texts if splitter.split(text) is not None]  # the others go to HF whole
+    split = [cast("list[str | Piece | int]", splitter.split(text)) for text in texts]
     pieces = list(dict.fromkeys(text_of(part) for parts in split for part in parts if not isinstance(part, int)))
     alone = dict(zip(pieces, hf_ids(pieces)))
     for text, parts, expected in zip(texts, split, hf_ids(texts)):

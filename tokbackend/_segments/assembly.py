@@ -26,9 +26,10 @@ def encode_through_cache(
     routing: PieceEncoder,
     hf_ids: BatchEncoder,
     arrays: bool = False,
-) -> tuple[list[Any], int]:
+) -> tuple[list[Any], int, int]:
     """(ids of each text, a list or with `arrays` an `array('q')`; how many texts HuggingFace
-    answered in part). Each text is split after the remembered prefix it extends, if any; the
+    answered in part, for the Unicode guard; how many it answered whole, for the split: see
+    `AddedTokenSplitter.split`). Each text is split after the remembered prefix it extends, if any; the
     missed pieces go through one `routing.encode` (its Unicode guard hands some to `hf_ids`), and
     what the doorkeeper admits is stored. Everything a call makes is in its form: the missed
     pieces' ids (arrays straight from the backend's buffer), the texts' ids and what the memo and
@@ -43,7 +44,7 @@ def encode_through_cache(
     missing: dict[str | Piece, None] = {}
     repeated: set[str | Piece] = set()  # missed pieces that occur more than once in the call
     for parts in split:
-        for part in parts:
+        for part in parts or ():
             if isinstance(part, int):
                 continue
             if part in missing:  # a second occurrence in this call (a burst's system prompt)
@@ -68,17 +69,26 @@ def encode_through_cache(
         # encoded by this call, not stored (never seen by another thread), in no other text of it:
         # their ids are handed out with no copy
         exclusive = missing.keys() - stored - repeated
-    # whether HF answered some piece of each text (counted as such)
-    via_hf = [bool(guarded) and any(part in guarded for part in parts if not isinstance(part, int)) for parts in split]
-    results = []
+    # whether HF answered some piece of each text, or the whole of a text the split leaves to it
+    via_hf = [
+        parts is not None and bool(guarded) and any(part in guarded for part in parts if not isinstance(part, int))
+        for parts in split
+    ]
+    unsplit = [text for text, parts in zip(texts, split) if parts is None]
+    answered_whole = iter(hf_ids(unsplit) if unsplit else ())
+    results: list[Ids] = []
     for text, entry, head, parts in zip(texts, found_under, heads, split):
+        if parts is None:
+            whole = next(answered_whole)
+            results.append(array("q", whole) if arrays else whole)
+            continue
         assembled, reused, boundary = _assemble(parts, found, head, exclusive, splitter.lengths, arrays)
         results.append(assembled)
         if boundary is not None:
             # a request that extends none before it is remembered without its ids (no copy);
             # one that does (an agent's next turn) with them
             cache.remember(text, boundary[0], None if entry is None else _chunks(assembled, head, reused, boundary[1]), entry)
-    return results, sum(via_hf)
+    return results, sum(via_hf), len(unsplit)
 
 
 def _chunks(assembled: Ids, head: Prefix | None, reused: int, end: int) -> tuple[Ids, ...]:
