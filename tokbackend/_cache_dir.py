@@ -14,8 +14,15 @@ CACHE_DIR_ENV = "TOKBACKEND_CACHE_DIR"
 
 
 def cache_dir() -> Path:
-    """$TOKBACKEND_CACHE_DIR, else $XDG_CACHE_HOME/tokbackend, else ~/.cache/tokbackend."""
-    return Path(os.environ.get(CACHE_DIR_ENV) or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "tokbackend")
+    """$TOKBACKEND_CACHE_DIR, else $XDG_CACHE_HOME/tokbackend, else ~/.cache/tokbackend.
+
+    An empty variable counts as unset, and so does a relative XDG_CACHE_HOME (the XDG base
+    directory spec says to ignore one): the cache never lands in the working directory, where a
+    `tokbackend` folder would shadow the package for a Python started there."""
+    if chosen := os.environ.get(CACHE_DIR_ENV):
+        return Path(chosen)
+    xdg_cache = os.environ.get("XDG_CACHE_HOME", "")
+    return (Path(xdg_cache) if os.path.isabs(xdg_cache) else Path.home() / ".cache") / "tokbackend"
 
 
 def read_json_object(path: Path, what: str) -> dict[str, Any] | None:
