@@ -1,16 +1,21 @@
-"""Where tokbackend keeps what it builds: built-in models and derived guard records."""
+"""Where tokbackend keeps what it builds: built-in models, derived guard records, auto's choices.
+A cache only: one that cannot be written never stops a process from serving."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 logger = logging.getLogger("tokbackend")
 
 CACHE_DIR_ENV = "TOKBACKEND_CACHE_DIR"
+Kept = TypeVar("Kept")
+_unwritable: dict[str, OSError] = {}  # the cache directories this process warned about, and why
 
 
 def cache_dir() -> Path:
@@ -25,6 +30,33 @@ def cache_dir() -> Path:
     return (Path(xdg_cache) if os.path.isabs(xdg_cache) else Path.home() / ".cache") / "tokbackend"
 
 
+def kept_in_cache(directory: Path, write: Callable[[], Kept]) -> Kept | None:
+    """`write()`, which writes under the cache directory `directory`; None where it fails with
+    OSError (the directory cannot be made, is read-only or full): the caller serves with what it
+    built in memory, and the next process builds it again. The first failure for each directory
+    logs one WARNING naming it, the cause and how to keep what is built; later ones log at DEBUG.
+
+    >>> path = kept_in_cache(cache_dir(), lambda: write_record(record, cache_dir() / "guards"))  # doctest: +SKIP
+    """
+    try:
+        return write()
+    except OSError as error:
+        first = _unwritable.setdefault(str(directory), error) is error  # one atomic step: one thread's error wins
+        logger.log(
+            logging.WARNING if first else logging.DEBUG,
+            "cannot write to the cache directory %s (%s: %s); serving on without it: guard records derived here "
+            "and auto's choice are kept in memory, and every new process builds them again. To keep them, set %s "
+            "to a writable directory, or fill one at image build time (`tokbackend guard MODEL` with %s set) and "
+            "serve with it",
+            directory,
+            type(error).__name__,
+            error,
+            CACHE_DIR_ENV,
+            CACHE_DIR_ENV,
+        )
+        return None
+
+
 def read_json_object(path: Path, what: str) -> dict[str, Any] | None:
     """The JSON object `path` holds, or None where there is none to use: no file, or one damaged
     (cut short, not JSON) or of the wrong shape. A kept file is a cache: a damaged one is a miss,
@@ -34,7 +66,7 @@ def read_json_object(path: Path, what: str) -> dict[str, Any] | None:
         value = json.loads(path.read_text(encoding="utf-8"))
         if not isinstance(value, dict):
             raise ValueError(f"it holds a JSON {type(value).__name__}, not an object")
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # no such file, or a file where a directory should be
         return None
     except (OSError, ValueError) as error:  # unreadable, not UTF-8, not JSON or not an object
         logger.warning("%s %s is damaged or unreadable (%s); doing without it, it is written anew", what, path, error)
@@ -46,5 +78,10 @@ def write_json_object(path: Path, value: dict[str, Any]) -> None:
     """Write `value` to `path` whole: through a temporary file of this process, then a rename, so
     readers in other processes never see half a file."""
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temporary.write_text(json.dumps(value, indent=1), encoding="utf-8")
-    temporary.replace(path)
+    try:
+        temporary.write_text(json.dumps(value, indent=1), encoding="utf-8")
+        temporary.replace(path)
+    except BaseException:  # a full disk: no half file left behind to fill it further
+        with contextlib.suppress(OSError):
+            temporary.unlink(missing_ok=True)
+        raise

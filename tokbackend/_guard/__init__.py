@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
+from tokbackend._cache_dir import kept_in_cache
 from tokbackend._guard.bound import DerivationBudget, GuardUnavailableError
 from tokbackend._guard.records import (
     SHIPPED_RECORDS,
@@ -110,17 +111,20 @@ class UnicodeGuard:
     def source(self) -> str:
         """Which record applies and why it matched: 'gigatoken-p….json (shipped; pipeline NFC +
         Sequence[...]; tokenizers 0.23.3, gigatoken 0.10.0)', for the start-up line and verify."""
-        if not self.record.get("path"):
+        if not self.record:
             return "no record"
-        path = Path(self.record["path"])
-        where = "shipped" if path.parent == SHIPPED_RECORDS else str(path.parent)
+        if "path" in self.record:
+            path = Path(self.record["path"])
+            name, where = path.name, "shipped" if path.parent == SHIPPED_RECORDS else str(path.parent)
+        else:  # derived where the cache directory could not be written
+            name, where = "no file", "kept in memory only"
         matched = self.record.get("matched", "?")
         what = self.record.get("pipeline_description", "")
         if self.record.get("families"):
             what = f"{self.record['families']} pipeline, {what}"
         versions: dict[str, str] = self.record.get("matched_versions") or next(iter(self.record.get("applies_to", [])), {})
         installed = ", ".join(f"{library} {value}" for library, value in versions.items())
-        return f"{path.name} ({where}; matched by {matched}{': ' + what if what else ''}; {installed})"
+        return f"{name} ({where}; matched by {matched}{': ' + what if what else ''}; {installed})"
 
 
 @functools.lru_cache(maxsize=8)
@@ -193,12 +197,15 @@ def load_guard(
         except GuardUnavailableError as error:  # refused or past its budget: the caller serves without it
             logger.warning("%s", error)
             raise
-        guard = written_guard(record, cache_dir / "guards")
+        derived = {**record, "matched": "derived here"}
+        guard = kept_in_cache(cache_dir, lambda: written_guard(derived, cache_dir / "guards"))
+        if guard is None:  # serves from memory; the next process derives it again
+            guard = written_guard(derived)
     logger.warning(
-        "guard derived in %.1f s: %s, saved to %s",
+        "guard derived in %.1f s: %s, %s",
         record["scan_seconds"],
         counted(len(guard.code_points), "code point"),
-        guard.record["path"],
+        f"saved to {guard.record['path']}" if "path" in guard.record else "kept in memory only",
     )
     return guard
 

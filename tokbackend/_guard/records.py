@@ -20,9 +20,9 @@ import re
 from collections.abc import Callable, Iterator
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
-from tokbackend._cache_dir import read_json_object, write_json_object
+from tokbackend._cache_dir import kept_in_cache, read_json_object, write_json_object
 from tokbackend._package_data import package_path
 from tokbackend._tokenizer_json import does_nothing, model_head, model_settings, top_level_sections
 
@@ -215,15 +215,24 @@ def write_record(record: GuardRecord, directory: Path) -> Path:
 
 @contextlib.contextmanager
 def derivation_lock(cache_dir: Path, key: RecordKey) -> Iterator[None]:
-    """Held while one process derives a record; the others block here, then find it."""
-    directory = cache_dir / "guards"
-    directory.mkdir(parents=True, exist_ok=True)
+    """Held while one process derives a record; the others block here, then find it. Not POSIX,
+    or a cache directory that cannot be written (`kept_in_cache`): no lock, each process derives on its own."""
     try:
         import fcntl
-    except ImportError:  # not POSIX: no lock, each process derives on its own
+    except ImportError:
         yield
         return
-    with open(directory / f".{key.family}-p{key.pipeline[:16]}.lock", "w") as handle:
+
+    def lock_file() -> IO[str]:
+        directory = cache_dir / "guards"
+        directory.mkdir(parents=True, exist_ok=True)
+        return open(directory / f".{key.family}-p{key.pipeline[:16]}.lock", "w")
+
+    handle = kept_in_cache(cache_dir, lock_file)
+    if handle is None:
+        yield
+        return
+    with handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield

@@ -6,17 +6,14 @@ from __future__ import annotations
 import datetime
 import hashlib
 import json
-import logging
 import os
 import sys
 from pathlib import Path
 from typing import Any
 
 from tokbackend import _version as version
-from tokbackend._cache_dir import cache_dir, read_json_object, write_json_object
+from tokbackend._cache_dir import cache_dir, kept_in_cache, read_json_object, write_json_object
 from tokbackend._guard import guard_versions, model_fingerprint
-
-logger = logging.getLogger("tokbackend")
 
 
 def choice_key(tokenizer_json: str, candidates: list[str], libraries: tuple[str, ...]) -> str:
@@ -45,11 +42,12 @@ def remember(key: str, backend: str) -> None:
         "at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     }
     choices, path = {**_read(), key: {"backend": backend, "chosen_by": chosen_by}}, choices_file()
-    try:
+
+    def write() -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         write_json_object(path, choices)
-    except OSError as error:  # a read-only cache only costs the next process a re-timing
-        logger.info("could not save the auto backend choice to %s: %s", path, error)
+
+    kept_in_cache(cache_dir(), write)  # where it cannot, the next process chooses again
 
 
 def choices_file() -> Path:
