@@ -16,6 +16,7 @@ from equivalence.families import build_family, family_dir
 from tokbackend._cache_dir import cache_dir
 from tokbackend._guard import GuardSettings
 from tokbackend._guard.records import BAKED_RECORDS_ENV
+from tokbackend._models import builtin_name_of
 from tokbackend._routing import choices
 
 HELPERS = Path(__file__).parent / "helpers"
@@ -84,7 +85,8 @@ def test_a_cache_directory_that_cannot_be_made_still_serves_with_the_guard_deriv
 def test_a_full_cache_directory_still_serves_and_is_left_without_half_files(tmp_path):
     """A cache on a disk that takes no byte (RLIMIT_FSIZE 0 in a child: EFBIG where a full disk
     gives ENOSPC, after the directory and the file were made): auto serves exactly, with one
-    WARNING, and no record or temporary file is left behind. Before, accelerate() raised."""
+    WARNING, and no record, temporary file or half-written model folder is left behind. Before,
+    accelerate() raised."""
     model = family_dir("llama3", "small")  # built in the real cache first
     child = subprocess.run(
         [sys.executable, str(HELPERS / "serve_on_a_full_disk.py"), str(tmp_path / "cache"), str(model)],
@@ -97,7 +99,29 @@ def test_a_full_cache_directory_still_serves_and_is_left_without_half_files(tmp_
     served = json.loads(child.stdout.strip().splitlines()[-1])
     assert served["phase"] == "final" and served["backend"] != "hf" and served["exact"], served
     assert "kept in memory only" in served["guard"], served
+    assert "File too large" in served["model_error"], served
     warnings = [message for message in served["warnings"] if "cannot write to the cache directory" in message]
     assert len(warnings) == 1 and str(tmp_path / "cache") in warnings[0] and "File too large" in warnings[0], served
     assert [path.name for path in (tmp_path / "cache").rglob("*") if path.is_file() and path.stat().st_size] == []
     assert not [path for path in (tmp_path / "cache").rglob("*") if path.suffix in (".json", ".tmp")]
+
+
+def test_a_builtin_model_is_built_in_a_directory_of_the_process_where_the_cache_cannot_be_written(monkeypatch, tmp_path, caplog):
+    """A built-in model (its build planted small here) is written into the process's own temporary
+    directory, once, with the cache directory's WARNING. Before, load("qwen3.6") raised the OSError."""
+    from tokbackend._models import qwen
+
+    builds = []
+    monkeypatch.setattr(qwen, "build_tokenizer_json", lambda spec: builds.append(spec.name) or {"added_tokens": []})
+    (tmp_path / "a-file").write_text("")
+    unwritable = tmp_path / "a-file" / "cache"
+    monkeypatch.setenv("TOKBACKEND_CACHE_DIR", str(unwritable))
+    with caplog.at_level(logging.WARNING, logger="tokbackend"):
+        first, again = (tokbackend._loading.resolve_model("qwen3") for _ in range(2))
+    from tokbackend._cache_dir import scratch_dir  # imported here: a test that fails on the old code names its cause
+
+    assert first == again and Path(first).parent == scratch_dir() and builds == ["qwen3"]
+    assert {path.name for path in Path(first).iterdir()} == {"tokenizer.json", "tokenizer_config.json"}
+    assert builtin_name_of(first) == "qwen3"  # still named for its model in stats and logs
+    [warning] = _cache_warnings(caplog)
+    assert str(unwritable) in warning

@@ -3,10 +3,14 @@ A cache only: one that cannot be written never stops a process from serving."""
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import functools
 import json
 import logging
 import os
+import shutil
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -45,9 +49,9 @@ def kept_in_cache(directory: Path, write: Callable[[], Kept]) -> Kept | None:
         logger.log(
             logging.WARNING if first else logging.DEBUG,
             "cannot write to the cache directory %s (%s: %s); serving on without it: guard records derived here "
-            "and auto's choice are kept in memory, and every new process builds them again. To keep them, set %s "
-            "to a writable directory, or fill one at image build time (`tokbackend guard MODEL` with %s set) and "
-            "serve with it",
+            "and auto's choice are kept in memory, built-in models in a temporary directory of this process, "
+            "and every new process builds them again. To keep them, set %s to a writable directory, or fill one "
+            "at image build time (`tokbackend guard MODEL` with %s set) and serve with it",
             directory,
             type(error).__name__,
             error,
@@ -55,6 +59,20 @@ def kept_in_cache(directory: Path, write: Callable[[], Kept]) -> Kept | None:
             CACHE_DIR_ENV,
         )
         return None
+
+
+@functools.cache
+def scratch_dir() -> Path:
+    """A temporary directory of this process's own for what must be files and that a cache
+    directory which cannot be written does not keep (a built-in model's), removed at its exit."""
+    directory, maker = Path(tempfile.mkdtemp(prefix="tokbackend-")), os.getpid()
+
+    def remove() -> None:
+        if os.getpid() == maker:  # not at a forked child's exit: the parent may still read it
+            shutil.rmtree(directory, ignore_errors=True)
+
+    atexit.register(remove)
+    return directory
 
 
 def read_json_object(path: Path, what: str) -> dict[str, Any] | None:

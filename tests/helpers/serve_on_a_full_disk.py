@@ -4,8 +4,9 @@ file can take a byte.
 Usage: python serve_on_a_full_disk.py CACHE_DIR MODEL_DIR
 Loads MODEL_DIR, then lowers RLIMIT_FSIZE to 0 (every write to a file fails with EFBIG, after the
 directory and the file were made, as a full disk fails with ENOSPC), accelerates it with `auto`
-(a narrowed derivation, no shipped record applying) and prints one JSON line: the start-up phase,
-the backend, whether the ids equal HF's, the guard's source and tokbackend's WARNING lines.
+(a narrowed derivation, no shipped record applying), writes a built-in model's folder into the
+cache, and prints one JSON line: the start-up phase, the backend, whether the ids equal HF's, the
+guard's source, tokbackend's WARNING lines and the model folder's OSError.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 
 import tokbackend
 from tokbackend._guard import GuardSettings
+from tokbackend._models.qwen import write_tokenizer_dir
 
 TEXTS = ["Hello!", "The letter \U000323b0's \u1ae6 text", "<|begin_of_text|>hi"]
 
@@ -44,6 +46,10 @@ def main() -> None:
     resource.setrlimit(resource.RLIMIT_FSIZE, (0, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
     fast = tokbackend.accelerate(hf, "auto", guard=settings, strict=True)
     stats = fast.tokbackend.stats()
+    try:  # a built-in model's files, which fail to be written as the record did
+        write_tokenizer_dir(Path(cache) / "qwen3-v1", {"added_tokens": []}, {})
+    except OSError as error:
+        model_error = str(error)
     print(
         json.dumps(
             {
@@ -52,6 +58,7 @@ def main() -> None:
                 "exact": [fast.encode(text) for text in TEXTS] == [hf.encode(text) for text in TEXTS],
                 "guard": stats["guard"],
                 "warnings": handler.messages,
+                "model_error": model_error,
             }
         )
     )

