@@ -47,6 +47,10 @@ RUN_HERE = {
     # docs/guard-records.md's two lines run as one script, then a process serving from the record
     "tokbackend guard qwen3.6 --output ./tokbackend-guards": None,
     "export TOKBACKEND_GUARD_DIR=$PWD/tokbackend-guards": None,
+    # docs/guard-records.md's cache filled at image build time, run as one script, then a process serving from it
+    "export TOKBACKEND_CACHE_DIR=$PWD/tokbackend-cache": None,
+    "tokbackend guard qwen3.6": None,
+    "python -c \"import tokbackend; tokbackend.load('qwen3.6')\"": None,
 }
 # Run with a suffix that only parses them: the benchmarks and the thorough profile.
 PARSED_HERE = {
@@ -236,6 +240,25 @@ def test_a_baked_record_is_found_where_the_docs_say(tmp_path):
     completed = bash(f"{block}\npython -c {shlex.quote(serve)}", tmp_path)
     assert completed.returncode == 0, completed.stdout[-2000:] + completed.stderr[-2000:]
     assert completed.stdout.strip().splitlines()[-1].startswith(str(tmp_path / "tokbackend-guards"))
+
+
+@pytest.mark.slow  # three processes load Qwen3.6, one derives twice: 100 s on 2 cores shared with other work
+def test_a_cache_filled_at_image_build_time_serves_without_writing_to_it(tmp_path):
+    """docs/guard-records.md: fill a cache directory at image build time, then serve from it (read
+    only): nothing is derived, nothing in it is written, no WARNING about it."""
+    [where] = {where for where, command in documented_commands() if command == "tokbackend guard qwen3.6"}
+    block = next(text for at, language, text in fenced_blocks() if at == where)
+    filled = bash(block, tmp_path)
+    assert filled.returncode == 0, filled.stdout[-2000:] + filled.stderr[-2000:]
+    cache = tmp_path / "tokbackend-cache"
+    kept = {path: path.stat().st_mtime_ns for path in cache.rglob("*")}
+    assert any(cache.glob("guards/*.json")) and (cache / "auto" / "choices.json").is_file() and any(cache.glob("qwen3.6-*"))
+    serve = "import tokbackend; print(tokbackend.load('qwen3.6').tokbackend.describe())"
+    served = bash(f"python -c {shlex.quote(serve)}", tmp_path, TOKBACKEND_CACHE_DIR=str(cache))
+    assert served.returncode == 0, served.stderr[-2000:]
+    assert "auto's choice" in served.stdout, served.stdout  # read from the cache, not chosen afresh
+    assert "cannot write" not in served.stderr and "deriving" not in served.stderr, served.stderr[-2000:]
+    assert {path: path.stat().st_mtime_ns for path in cache.rglob("*")} == kept
 
 
 # -- every Python example runs as written --------------------------------------------------------
