@@ -132,7 +132,8 @@ def build_parser() -> argparse.ArgumentParser:
             "streamed requests, chats and a JSON-schema completion, and compare."
         ),
         epilog="exit codes: 0 identical, 1 a difference, 2 usage error, 3 a JSON-schema answer that does not conform, "
-        "5 missing tools (the [verify] extra), 6 a server that cannot serve",
+        "5 missing tools (the [verify] extra), 6 a server that cannot serve, 130 or 143 stopped by SIGINT (Ctrl-C) or SIGTERM "
+        "(the servers it started are stopped)",
     )
     gate.add_argument("--model-path", required=True, help="the model directory (its tokenizer builds the prompts)")
     gate.add_argument(
@@ -316,9 +317,16 @@ def sglang_gate(arguments: argparse.Namespace) -> int:
             (" ".join(flag), "candidate", arguments.candidate_url, [*common, *flag]),
         )
     )
-    exit_code, report = gate.run_gate(
-        reference, candidate, prompts, gate.chats(added), timeout=arguments.timeout, timed_prompts=timed
-    )
+    try:
+        with gate.interruptible():
+            exit_code, report = gate.run_gate(
+                reference, candidate, prompts, gate.chats(added), timeout=arguments.timeout, timed_prompts=timed
+            )
+    except gate.GateInterrupted as interruption:
+        code = 128 + interruption.signal  # as a shell reports a command a signal ended
+        message = f"{interruption.signal.name}: stopped the servers it started; no verdict (exit {code})"
+        print(f"tokbackend sglang-gate: {message}", file=sys.stderr)
+        return code
     for server, lines in report.get("startup_lines", {}).items():
         print(f"{server}: tokbackend start-up lines in {len(lines)} processes: {', '.join(process for process, _, _ in lines)}")
     for server, seconds in report.get("first_token_seconds", {}).items():

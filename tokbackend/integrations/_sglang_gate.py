@@ -6,6 +6,7 @@ tokenizing process of a server started here. `tokbackend sglang-gate --help` lis
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -15,7 +16,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,51 @@ from tokbackend._verify import EXIT_GRAMMAR, EXIT_MISMATCH, EXIT_OK, EXIT_UNAVAI
 
 # tokbackend's start-up line, one per process that builds a tokenizer (integrations._common)
 STARTUP_LINE = re.compile(r"SGLang (\S+) \(pid (\d+)\) tokenizer for (.+?): backend")
+# What stops the gate: Ctrl-C, and what a job runner or `kill` sends.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class GateInterrupted(BaseException):
+    """A signal of `STOP_SIGNALS` reached the gate inside `interruptible()`. A BaseException, as
+    KeyboardInterrupt is: nothing on its way out catches it before each server's `finally`
+    has stopped that server."""
+
+    def __init__(self, number: int) -> None:
+        super().__init__(number)
+        self.signal = signal.Signals(number)
+
+
+@contextlib.contextmanager
+def _stop_signals_to(handler: Callable[[int, Any], None]) -> Iterator[None]:
+    """SIGINT and SIGTERM go to `handler` inside it, and to the handlers they had before after it."""
+    previous = {number: signal.signal(number, handler) for number in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for number, before in previous.items():
+            signal.signal(number, before)
+
+
+def interruptible() -> contextlib.AbstractContextManager[None]:
+    """Inside it, SIGINT and SIGTERM raise `GateInterrupted` (main thread only, as any handler)."""
+
+    def interrupt(number: int, frame: Any) -> None:
+        raise GateInterrupted(number)
+
+    return _stop_signals_to(interrupt)
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """SIGINT and SIGTERM wait until the block ends, then arrive: a server launched inside it is
+    one `Server.stop` can reach by then."""
+    held: list[int] = []
+    try:
+        with _stop_signals_to(lambda number, frame: held.append(number)):
+            yield
+    finally:
+        if held:
+            signal.raise_signal(held[0])
 
 
 def _schema() -> dict[str, Any]:
@@ -170,7 +216,7 @@ class Server:
         if self.arguments is None:
             return None
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.log_path, "w") as handle:  # the server writes to its own copy of the descriptor
+        with open(self.log_path, "w") as handle, _signals_held():  # the server writes to its own copy of the descriptor
             command = [sys.executable, "-m", "sglang.launch_server", *self.arguments]
             self.process = subprocess.Popen(command, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + timeout
@@ -187,16 +233,24 @@ class Server:
         return f"no /health after {timeout:.0f} s: {self._log()[-1500:]}"
 
     def stop(self) -> None:
-        """Stop a server started here, with its whole process group (SIGTERM, then SIGKILL)."""
-        if self.process is not None and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
+        """Stop a server started here, with its whole process group: SIGTERM, then SIGKILL to what is
+        left once its first process exits, after 30 s, or at a second interrupt."""
+        if self.process is None:
+            return
+        try:
+            _signal_group(self.process.pid, signal.SIGTERM)
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 self.process.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
+        finally:
+            _signal_group(self.process.pid, signal.SIGKILL)
 
     def _log(self) -> str:
         return self.log_path.read_text(errors="replace")
+
+
+def _signal_group(group: int, number: int) -> None:
+    with contextlib.suppress(ProcessLookupError):  # none of it is left
+        os.killpg(group, number)
 
 
 def run_gate(
@@ -219,16 +273,17 @@ def run_gate(
     for server in (reference, candidate):
         announce(f"== {server.name}: {'starting' if server.arguments else server.url}")
         started = time.perf_counter()
-        failure = server.start(timeout)
-        to_health[server.name] = round(time.perf_counter() - started, 1)
         try:
-            if failure is None:
-                results[server.name] = answers(server.url, prompts, chat_bodies)
-                answered[server.name] = len(prompts)
-                timings[server.name] = first_token_seconds(server.url, list(timed_prompts))
-        except OSError as error:
-            failure = f"a request failed: {error}"
-        finally:
+            failure = server.start(timeout)
+            to_health[server.name] = round(time.perf_counter() - started, 1)
+            try:
+                if failure is None:
+                    results[server.name] = answers(server.url, prompts, chat_bodies)
+                    answered[server.name] = len(prompts)
+                    timings[server.name] = first_token_seconds(server.url, list(timed_prompts))
+            except OSError as error:
+                failure = f"a request failed: {error}"
+        finally:  # also when a signal interrupts it (`interruptible()`): no server is left running
             server.stop()
         if failure is not None:
             announce(f"{server.name} cannot serve: {failure}")
