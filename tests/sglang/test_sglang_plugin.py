@@ -166,6 +166,20 @@ def test_multi_tokenizer_workers_load_the_plugin_through_the_app_path(model_dir,
     assert "ACCELERATED True True" in completed.stdout, completed.stderr[-3000:]
 
 
+@pytest.mark.parametrize("value", ["1", "true"])
+def test_loading_the_plugins_warns_where_sglangs_rust_server_tokenizes(value):
+    """SGLANG_RUST_SERVER on (1, or another of SGLang's spellings) has SGLang tokenize in Rust, out
+    of every hook's reach: a process loading the plugins says so, naming the variable and the flag."""
+    code = "from sglang.srt.plugins import load_plugins; load_plugins()"
+    environment = {**os.environ, "SGLANG_RUST_SERVER": value}
+    completed = subprocess.run(
+        [sys.executable, "-c", code], env=environment, capture_output=True, text=True, timeout=600, check=False
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    assert f"SGLANG_RUST_SERVER={value}: the server tokenizes requests in Rust" in completed.stderr, completed.stderr[-3000:]
+    assert "--tokenizer-backend gigatoken (or tokbackend-*) has no effect" in completed.stderr
+
+
 def test_a_model_the_fast_path_cannot_serve_stops_start_up(model_dir, plugins_loaded, tmp_path, monkeypatch):
     import json
     import shutil

@@ -5,9 +5,11 @@ structured output from the engine core's tokenizer, and the detokenizer."""
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import sys
 from importlib.metadata import entry_points
+from pathlib import Path
 
 import pytest
 from conftest import MAX_MODEL_LEN, vllm_config
@@ -48,6 +50,52 @@ def test_a_typo_fails_at_load_with_our_modes_named(model_dir, plugins_loaded):
 
     with pytest.raises(ValueError, match="No tokenizer registered.*Did you mean 'gigatoken'"):
         get_tokenizer(model_dir, tokenizer_mode="gigatokn")
+
+
+def test_the_plugin_warns_at_registration_where_vllms_rust_frontend_serves(plugins_loaded, monkeypatch, caplog):
+    """VLLM_USE_RUST_FRONTEND=1, which vLLM reads as on, has `vllm serve` start its Rust frontend as
+    the API server: registering the plugin says so, naming the variable and the flag; unset (or 0)
+    it says nothing."""
+    import vllm.envs as envs
+
+    from tokbackend.integrations import vllm as plugin
+
+    def warnings_naming_it(value: str) -> list[str]:
+        monkeypatch.setenv("VLLM_USE_RUST_FRONTEND", value)
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="tokbackend"):
+            plugin.register()
+        return [record.getMessage() for record in caplog.records if "VLLM_USE_RUST_FRONTEND" in record.getMessage()]
+
+    assert warnings_naming_it("0") == []
+    found = warnings_naming_it("1")
+    assert len(found) == 1, f"one warning naming VLLM_USE_RUST_FRONTEND, not {found}"
+    message = found[0]
+    assert envs.VLLM_USE_RUST_FRONTEND, "vLLM no longer reads VLLM_USE_RUST_FRONTEND=1 as on"
+    assert message.startswith("VLLM_USE_RUST_FRONTEND=1: the server tokenizes requests in Rust"), message
+    assert "--tokenizer-mode gigatoken (or tokbackend-*) cannot apply" in message, message
+    assert "unknown renderer" in message, message
+
+
+@pytest.mark.parametrize("mode", ["gigatoken", "tokbackend-auto"])
+def test_vllms_rust_frontend_refuses_our_modes_at_start_up(mode, model_dir, plugins_loaded):
+    """What the warning says of the Rust frontend: vllm-rs, which VLLM_USE_RUST_FRONTEND=1 starts in
+    place of the Python API server, stops on `--tokenizer-mode gigatoken` before it serves,
+    given its arguments as `vllm serve` hands them over (vLLM's RustFrontendProcessManager)."""
+    import vllm
+    from vllm.entrypoints.common.cli_args import make_arg_parser
+    from vllm.entrypoints.common.startup import jsonify_non_default_args
+    from vllm.utils.argparse_utils import FlexibleArgumentParser
+
+    arguments = make_arg_parser(FlexibleArgumentParser(prog="vllm serve")).parse_args(
+        ["--model", model_dir, "--tokenizer-mode", mode]
+    )
+    handed_over = json.dumps({**jsonify_non_default_args(arguments, exclude={"api_server_count"}), "model_tag": model_dir})
+    descriptors = ["--listen-fd", "0", "--input-listener-fd", "0", "--output-listener-fd", "0"]
+    command = [str(Path(vllm.__file__).parent / "vllm-rs"), "frontend", *descriptors, "--args-json", handed_over]
+    completed = subprocess.run(command, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert completed.returncode != 0
+    assert f"unknown renderer `{mode}`" in completed.stderr, completed.stderr[-2000:]
 
 
 def test_a_fresh_interpreter_loading_only_vllms_plugins_gets_an_exact_accelerated_tokenizer(model_dir, hf_reference):

@@ -48,6 +48,24 @@ def backend_for_flag(value: object) -> str | None:
     return None
 
 
+def warn_if_rust_tokenizes(variable: str, flag_option: str, consequence: str) -> None:
+    """Log a WARNING where `variable` is on (SGLang's `SGLANG_RUST_SERVER`, vLLM's
+    `VLLM_USE_RUST_FRONTEND`: values as either server reads them): the server then tokenizes
+    requests in Rust, where no Python hook of ours applies; `consequence` says what becomes of
+    `flag_option` with our values."""
+    value = os.environ.get(variable, "")
+    if value.strip().lower() not in ("", "0", "false", "no", "n"):
+        logger.warning(
+            "%s=%s: the server tokenizes requests in Rust, where Python hooks do not apply; %s %s (or %s*) %s",
+            variable,
+            value,
+            flag_option,
+            DEFAULT_FLAG_VALUE,
+            FLAG_PREFIX,
+            consequence,
+        )
+
+
 def accelerate_for_server(
     tokenizer: PreTrainedTokenizerBase,
     model: str,

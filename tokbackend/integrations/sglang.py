@@ -20,7 +20,13 @@ from typing import TYPE_CHECKING, Any
 
 import tokbackend
 from tokbackend._tokenizer import ids_as_arrays
-from tokbackend.integrations._common import DEFAULT_FLAG_VALUE, accelerate_for_server, backend_for_flag, flag_values
+from tokbackend.integrations._common import (
+    DEFAULT_FLAG_VALUE,
+    accelerate_for_server,
+    backend_for_flag,
+    flag_values,
+    warn_if_rust_tokenizes,
+)
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
@@ -63,11 +69,7 @@ def register() -> None:
             APP_PATH_ENV,
             app_path,
         )
-    if os.environ.get("SGLANG_RUST_SERVER") == "1":
-        logger.warning(
-            "SGLANG_RUST_SERVER=1 tokenizes in Rust, where Python hooks do not apply; "
-            "--tokenizer-backend gigatoken has no effect on that path"
-        )
+    warn_if_rust_tokenizes("SGLANG_RUST_SERVER", "--tokenizer-backend", "has no effect on that path")
 
 
 def _around_add_cli_args(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:

@@ -6,7 +6,9 @@ HF loading, `CachedHfTokenizer`, then `tokbackend.accelerate()` under the server
 contract, `tokbackend.integrations._common`) and the HF renderer for that mode. vLLM accepts any
 string as a mode, so a near-miss (`gigatokn`) fails at load with the modes we register. vLLM's
 own `VLLM_USE_FASTOKENS` (fastokens' process-global patch) is not `tokbackend-fastokens`: do
-not combine them.
+not combine them. With `VLLM_USE_RUST_FRONTEND=1` (0.33 and 0.34) `vllm serve` starts vLLM's Rust
+frontend (`vllm-rs frontend`) as its API server, which renders and tokenizes requests in Rust,
+where no hook applies, and refuses our modes at start-up ("unknown renderer"): the plugin warns.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 import tokbackend
-from tokbackend.integrations._common import accelerate_for_server, flag_values
+from tokbackend.integrations._common import accelerate_for_server, flag_values, warn_if_rust_tokenizes
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
@@ -40,6 +42,12 @@ def register() -> None:
         if mode not in RENDERER_REGISTRY.renderers:
             RENDERER_REGISTRY.register(mode, *RENDERER)
     _explain_near_misses(TokenizerRegistry)
+    warn_if_rust_tokenizes(
+        "VLLM_USE_RUST_FRONTEND",
+        "--tokenizer-mode",
+        "cannot apply: the API server is then vLLM's Rust frontend (vllm-rs), which refuses those modes at "
+        'start-up ("unknown renderer"); unset VLLM_USE_RUST_FRONTEND to serve with tokbackend',
+    )
 
 
 def class_name(mode: str) -> str:
