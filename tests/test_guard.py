@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import LONG, MIXED_TEXTS
-from defects import FirstThousandCharacters, serve_with_guard
+from defects import FirstThousandCharacters, OneTextWrongOnVai, serve_with_guard
 from hypothesis import settings
 
 import tokbackend
@@ -443,6 +443,20 @@ def test_guard_is_rederived_when_library_versions_change(fresh_pair, small_deriv
     with caplog.at_level(logging.WARNING, logger="tokbackend"):
         tokbackend.accelerate(hf, "gigatoken")
     assert not any("deriving" in record.getMessage() for record in caplog.records)
+
+
+def test_a_derivation_guards_what_a_backends_single_text_calls_get_wrong(fresh_pair, small_derivation, register_for_test):
+    """The scan compares every call form a lane serves: a backend right in batches but wrong in
+    its single-text calls on U+A501 gets that code point guarded (before: the scan read batches
+    alone, so the guard missed it and one-text calls served wrong ids)."""
+    register_for_test(OneTextWrongOnVai.name, OneTextWrongOnVai)
+    hf, _ = fresh_pair
+    settings = GuardSettings(code_points=(0xA500, 0xA501, 0xA502, *range(0x1AC0, 0x1B00)))
+    fast = tokbackend.accelerate(hf, OneTextWrongOnVai.name, guard=settings)
+    assert fast.tokbackend.fast_path_enabled
+    assert 0xA501 in fast.tokbackend.guard.code_points and 0xA500 not in fast.tokbackend.guard.code_points
+    for text in ("\ua501", "a \ua501\ua502 b", "\ua500\ua502"):
+        assert fast.encode(text) == hf.encode(text)
 
 
 def test_guard_refuses_loudly_when_asked_to(fresh_pair, small_derivation, caplog):

@@ -23,6 +23,7 @@ from tokbackend._guard.candidates import FIXED_PLANES_STRIDE, candidate_runs, re
 from tokbackend._guard.contexts import ScanContext, derive_contexts
 from tokbackend._guard.records import RECORD_FORMAT, GuardRecord, RecordKey, describe_pipeline
 from tokbackend._guard.scan import ScanReport, from_ranges, plane_code_points, ranges, scan
+from tokbackend.backends._arrays import encode_array, encode_batch_arrays
 from tokbackend.backends._base import BackendClass, BatchEncoder, EncodeBackend
 
 FULL_PLANES = (0, 1, 2, 3, 14)
@@ -54,7 +55,28 @@ def _hf_encoder(tokenizer_json: str) -> BatchEncoder:
 
 def _encoder_pair(tokenizer_json: str, build_backend: BackendBuilder) -> Encoders:
     """(HuggingFace's, a new backend instance's) encode of `tokenizer_json`."""
-    return _hf_encoder(tokenizer_json), build_backend(tokenizer_json).encode_batch
+    return _hf_encoder(tokenizer_json), in_every_call_form(build_backend(tokenizer_json))
+
+
+# Ids no tokenizer gives: a text whose call forms disagree is divergent, whatever HF's ids are.
+_FORMS_DISAGREE = [-1]
+
+
+def in_every_call_form(backend: EncodeBackend) -> BatchEncoder:
+    """`backend`'s batch encode, answering a text's ids only where every call form a lane serves
+    agrees on them (a batch and one text, each as lists and as arrays: each a path of its own in a
+    backend); elsewhere ids that differ from HF's, so the text's code point is guarded."""
+
+    def encode_batch(texts: list[str]) -> list[list[int]]:
+        forms = (
+            backend.encode_batch(texts),
+            encode_batch_arrays(backend, texts),
+            [backend.encode(text) for text in texts],
+            [encode_array(backend, text) for text in texts],
+        )
+        return [list(ids) if all(list(other) == ids for other in others) else _FORMS_DISAGREE for ids, *others in zip(*forms)]
+
+    return encode_batch
 
 
 def core_contexts(contexts: list[ScanContext], per_family: int = 2) -> list[ScanContext]:

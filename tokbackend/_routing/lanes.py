@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from tokbackend._cache_dir import cache_dir
 from tokbackend._guard import GuardUnavailableError, UnicodeGuard, load_guard
+from tokbackend._guard.derive import in_every_call_form
 from tokbackend._probe import PiecesOf, ascii_probe, run_probe
 from tokbackend._process.threads import OnItsOwnThread
 from tokbackend.backends import EncodeBackend, backend_class
@@ -152,7 +153,7 @@ def build_lane(name: str, tokenizer_json: str, options: AccelerationOptions, ref
                     options.unicode_guard if kind.needs_unicode_guard else "off",
                     cache_dir(),
                     options.guard,
-                    served=(reference.rust_ids, lambda texts: loading.result().encode_batch(texts)),
+                    served=(reference.rust_ids, lambda texts: in_every_call_form(loading.result())(texts)),
                     refuses=wrong_on_ascii if options.probe else None,
                 )
             except BaseException:
