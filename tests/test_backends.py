@@ -240,3 +240,28 @@ def test_gigatoken_encodes_one_long_text_on_its_pool_with_the_same_ids(hf_tokeni
     assert backend.encode("short") == hf_tokenizer.encode("short", add_special_tokens=False) and asked[-1] is False
     assert backend.encode_array("short").tolist() == hf_tokenizer.encode("short", add_special_tokens=False)
     assert asked[-1] is False
+
+
+@pytest.mark.parametrize("backend", ["fastokens", "gigatoken"])
+def test_a_dropped_accelerated_tokenizer_frees_its_backend_without_the_cyclic_collector(hf_tokenizer, backend):
+    """Nothing in an accelerated tokenizer refers back to it (its HF reference holds it weakly):
+    dropping it, and its copies, frees its state and build at once, with the cyclic garbage
+    collector off (before: a cycle kept the backend, ~170 MiB on Qwen3.6, until a collection)."""
+    import copy
+    import gc
+    import weakref
+
+    import tokbackend
+
+    gc.collect()
+    gc.disable()
+    try:
+        fast = tokbackend.accelerate(hf_tokenizer, backend)
+        clone = copy.copy(fast)
+        fast.encode("hello <|im_end|> world")
+        clone(["one", "two"], truncation=True, max_length=64)
+        state, build = weakref.ref(fast.tokbackend), weakref.ref(fast.tokbackend.build)
+        del fast, clone
+        assert state() is None and build() is None
+    finally:
+        gc.enable()

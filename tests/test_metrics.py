@@ -51,12 +51,12 @@ def test_each_counter_moves_by_the_texts_answered_or_handed_over_and_each_call_i
     accelerated.encode("hello world")  # the backend: one text, one call
     accelerated(["one", "two", "three"])  # the backend: three texts, one call
     accelerated("a question", "its pair")  # HF: a text pair
-    accelerated(["x", "y"], return_tensors="np")  # HF: a call the policy refuses whole counts once, as in stats()
+    accelerated(["x", "y"], return_tensors="np")  # HF: a call the policy refuses counts each of its texts
     accelerated([GUARDED, "plain"])  # the guard hands one text to HF; the backend answers the call
     assert moved(before, samples()) == {
         "fast": 1 + 3 + 1,
         "text_pair": 1,
-        "return_tensors": 1,
+        "return_tensors": 2,
         "unicode_guard": 1,
         "fast calls": 3,
         "hf calls": 2,
@@ -66,9 +66,40 @@ def test_each_counter_moves_by_the_texts_answered_or_handed_over_and_each_call_i
     fallbacks = {reason: count - stats_before.fallbacks.get(reason, 0) for reason, count in stats.fallbacks.items()}
     assert {reason: count for reason, count in fallbacks.items() if count} == {
         "text_pair": 1,
-        "return_tensors": 1,
+        "return_tensors": 2,
         "unicode_guard": 1,
     }
+
+
+def test_each_text_is_counted_once_fast_or_by_its_one_reason(accelerated):
+    """stats() and the metrics sum to the texts the calls carried: each text once, answered fast
+    or handed over for one reason (before: a call whose ids would be cut counted its texts as fast
+    and as truncation)."""
+    long = "one two three four five six seven"
+    calls = [
+        (lambda: accelerated.encode("hello world"), 1),
+        (lambda: accelerated(["one", "two", "three"]), 3),
+        (lambda: accelerated("a question", "its pair"), 1),
+        (lambda: accelerated(long, truncation=True, max_length=3), 1),  # would be cut: HF answers
+        (lambda: accelerated(long, truncation=True, max_length=64), 1),  # fits: the backend answers
+        (lambda: accelerated([long, "short"], truncation=True, max_length=3), 2),  # HF answers the call
+        (lambda: accelerated([GUARDED, "plain"]), 2),
+        (lambda: accelerated(["x", "yy"], padding=True), 2),
+    ]
+    reasons = ("text_pair", "truncation", "unicode_guard", "padding")
+    before_stats = accelerated.tokbackend.stats()
+    before = {"fast": sample("tokbackend_fast_texts_total")}
+    before.update({reason: sample("tokbackend_fallback_texts_total", reason=reason) for reason in reasons})
+    for call, _ in calls:
+        call()
+    stats = accelerated.tokbackend.stats()
+    counted = stats.fast_texts - before_stats.fast_texts
+    counted += sum(count - before_stats.fallbacks.get(reason, 0) for reason, count in stats.fallbacks.items())
+    assert counted == sum(texts for _, texts in calls)
+    assert stats.fallbacks["truncation"] - before_stats.fallbacks.get("truncation", 0) == 3
+    exported = sample("tokbackend_fast_texts_total") - before["fast"]
+    exported += sum(sample("tokbackend_fallback_texts_total", reason=reason) - before[reason] for reason in reasons)
+    assert exported == counted
 
 
 def test_an_encode_handed_to_hf_is_timed_as_hf_once(accelerated):
@@ -162,7 +193,7 @@ def test_without_prometheus_client_nothing_is_made_and_encode_is_unchanged(witho
         assert [fast.encode(text) for text in texts] == [hf.encode(text) for text in texts]
         assert fast(texts, padding=True)["input_ids"] == hf(texts, padding=True)["input_ids"]
         stats = fast.tokbackend.stats()
-        assert (stats.fast_texts, stats.fallbacks) == (1, {"unicode_guard": 1, "padding": 1}), stats
+        assert (stats.fast_texts, stats.fallbacks) == (1, {"unicode_guard": 1, "padding": len(texts)}), stats
         assert _metrics.METRICS is None and fast.tokbackend.metrics is None
         assert [name for name in sys.modules if name.startswith("prometheus_client")] in ([], ["prometheus_client"])
         assert ("prometheus_client" in sys.modules) is (os.environ.get("TOKBACKEND_METRICS") != "0")
