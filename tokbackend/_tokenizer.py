@@ -162,8 +162,8 @@ class AcceleratedTokenizerMixin(_HFTokenizer):
         reason = fast_path_reason(text, text_pair, add_special_tokens, kwargs, split_special_tokens, returns_token_type_ids, side)
         if reason is not None:
             unknown = reason is FallbackReason.UNKNOWN_KWARG  # named in the log line
-            texts = len(text) if type(text) in (list, tuple) else 1  # each text counted once
-            state.record_fallback(reason, ", ".join(sorted(kwargs.keys() - KNOWN_KWARGS)) if unknown else None, texts)
+            count = len(text) if type(text) in (list, tuple) else 1  # each text counted once
+            state.record_fallback(reason, ", ".join(sorted(kwargs.keys() - KNOWN_KWARGS)) if unknown else None, count)
             return None
         texts = [text] if type(text) is str else list(text)
         truncation = truncation_of(kwargs) if kwargs else None
