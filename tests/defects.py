@@ -361,7 +361,7 @@ class RestoresWithoutWaiting(SettingsGate):
 class ForgetsAnswers(SettingsGate):
     """Fast-path answers record nothing: the Rust settings stay those of HF's last call."""
 
-    def answered(self, settings) -> None:
+    def answered(self, rust, settings) -> None:
         pass
 
 

@@ -234,7 +234,7 @@ def test_resetting_autos_choices_removes_the_file_auto_reads(tmp_path, monkeypat
 
 def test_a_baked_record_is_found_where_the_docs_say(tmp_path):
     """docs/guard-records.md: bake the records, point TOKBACKEND_GUARD_DIR at them, serve."""
-    [where] = {where for where, command in documented_commands() if command.startswith("tokbackend guard qwen3.6")}
+    [where] = {where for where, command in documented_commands() if command.startswith("tokbackend guard qwen3.6 --output")}
     block = next(text for at, language, text in fenced_blocks() if at == where)
     serve = "import tokbackend; print(tokbackend.load('qwen3.6', 'gigatoken').tokbackend.stats()['guard_record'])"
     completed = bash(f"{block}\npython -c {shlex.quote(serve)}", tmp_path)

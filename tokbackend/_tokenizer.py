@@ -162,7 +162,7 @@ class AcceleratedTokenizerMixin(_HFTokenizer):
         reason = fast_path_reason(text, text_pair, add_special_tokens, kwargs, split_special_tokens, returns_token_type_ids, side)
         if reason is not None:
             unknown = reason is FallbackReason.UNKNOWN_KWARG  # named in the log line
-            count = len(text) if type(text) in (list, tuple) else 1  # each text counted once
+            count = _texts_in(text, kwargs.get("is_split_into_words"))  # each text counted once
             state.record_fallback(reason, ", ".join(sorted(kwargs.keys() - KNOWN_KWARGS)) if unknown else None, count)
             return None
         texts = [text] if type(text) is str else list(text)
@@ -314,6 +314,15 @@ class HFReference:
 
     def special_tokens_count(self) -> int:
         return self._tokenizer._tokenizer.num_special_tokens_to_add(False)
+
+
+def _texts_in(text: Any, is_split_into_words: Any) -> int:
+    """How many texts (sequences) a call's input holds: a list of words is one where split into words."""
+    if type(text) not in (list, tuple):
+        return 1
+    if is_split_into_words:
+        return len(text) if text and type(text[0]) in (list, tuple) else 1
+    return len(text)
 
 
 def _left_by(truncation: Truncation | None, kwargs: dict[str, Any], truncation_side: str) -> Settings:
