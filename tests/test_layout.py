@@ -18,6 +18,7 @@ LAYERS = [
     # threads, exit, memory), the backends below the cut
     [
         "_version",
+        "_errors",
         "_cache_dir",
         "_package_data",
         "_hf_import",

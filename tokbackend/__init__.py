@@ -11,6 +11,7 @@ from types import MappingProxyType
 from typing import Any
 
 from tokbackend._build import FastPathError
+from tokbackend._errors import TokbackendError
 from tokbackend._guard import DerivationBudget, GuardSettings
 from tokbackend._options import AccelerationOptions
 from tokbackend._policy import FallbackReason
@@ -75,6 +76,7 @@ __all__ = [
     "ModelFilesError",
     "ModelNotFoundError",
     "Stats",
+    "TokbackendError",
     "__version__",
     "accelerate",
     "available_backends",

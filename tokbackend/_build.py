@@ -15,6 +15,7 @@ from types import MappingProxyType
 from typing import NamedTuple
 
 from tokbackend._added_tokens import AddedTokens
+from tokbackend._errors import TokbackendError
 from tokbackend._options import AccelerationOptions
 from tokbackend._probe import PiecesOf
 from tokbackend._reference import Reference
@@ -26,7 +27,7 @@ from tokbackend.backends._base import panics_as_errors
 logger = logging.getLogger("tokbackend")
 
 
-class FastPathError(RuntimeError):
+class FastPathError(TokbackendError, RuntimeError):
     """`strict=True` and the backend disagreed with HuggingFace during the boot probe."""
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tokbackend._cache_dir import cache_dir
+from tokbackend._errors import TokbackendError
 from tokbackend._models.qwen import BUILTIN_MODELS, model_dir
 from tokbackend._options import AccelerationOptions
 from tokbackend._tokenizer import accelerate
@@ -24,7 +25,7 @@ def resolve_model(name_or_path: str) -> str:
     return name_or_path
 
 
-class ModelNotFoundError(OSError):
+class ModelNotFoundError(TokbackendError, OSError):
     """The model is not built in, not a local directory, and not in the local HuggingFace cache.
     `str()` is the message for Python callers; `cli_message` the one for `tokbackend` commands,
     which download nothing and take no `local_files_only`."""
@@ -34,7 +35,7 @@ class ModelNotFoundError(OSError):
         self.cli_message = cli_message or message.removeprefix("tokbackend: ")
 
 
-class ModelFilesError(ValueError):
+class ModelFilesError(TokbackendError, ValueError):
     """A file of the model's tokenizer that HuggingFace cannot read (damaged, cut short, not
     JSON): the message names the file and the cause. Nothing about any backend."""
 

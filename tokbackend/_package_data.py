@@ -10,8 +10,10 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
+from tokbackend._errors import TokbackendError
 
-class MissingPackageDataError(FileNotFoundError):
+
+class MissingPackageDataError(TokbackendError, FileNotFoundError):
     """A data file the package needs is not installed (a wheel built without it)."""
 
 

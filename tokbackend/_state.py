@@ -12,6 +12,7 @@ from array import array
 from typing import Any, TypeAlias, cast
 
 from tokbackend._build import PHASES, UNBUILT, Build, build_for
+from tokbackend._errors import TokbackendError
 from tokbackend._guard import UnicodeGuard
 from tokbackend._options import AccelerationOptions
 from tokbackend._policy import FallbackReason, Truncation
@@ -152,7 +153,7 @@ class AccelerationState:
         current = self._serving[0]
         same_state = build is not current and build.content == current.content
         if same_state and build.phase not in PHASES[current.phase].followed_by:
-            raise RuntimeError(
+            raise TokbackendError(
                 f"tokbackend: a build in phase {current.phase.value!r} cannot be replaced by one in phase {build.phase.value!r}"
             )
         self._serving = (build, fingerprint)

@@ -15,12 +15,13 @@ import sys
 import time
 from collections.abc import Callable
 
+from tokbackend._errors import TokbackendError
 from tokbackend._process import memory
 
 MIB = 1 << 20
 
 
-class GuardUnavailableError(RuntimeError):
+class GuardUnavailableError(TokbackendError, RuntimeError):
     """No guard can be had for this backend and tokenizer: no record matches the installed
     versions and deriving one is not allowed, was refused, or ran past its bound."""
 

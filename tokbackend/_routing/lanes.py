@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from tokbackend._cache_dir import cache_dir
+from tokbackend._errors import TokbackendError
 from tokbackend._guard import GuardUnavailableError, UnicodeGuard, load_guard
 from tokbackend._guard.derive import in_every_call_form
 from tokbackend._probe import PiecesOf, ascii_probe, run_probe
@@ -43,7 +44,7 @@ class Shortfall(str, enum.Enum):
     NO_CANDIDATE = "no_candidate"  # auto: no candidate both loads and is exact
 
 
-class NoExactBackend(Exception):
+class NoExactBackend(TokbackendError):
     """Raised by routing; `reason` is what `stats()["disabled_reason"]` shows, `strict_message`
     what `FastPathError` says with strict=True. `routing` and `probe_seconds`: what was built and
     probed before the shortfall was found, where anything was."""

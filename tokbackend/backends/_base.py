@@ -13,6 +13,8 @@ from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import Any, Protocol, runtime_checkable
 
+from tokbackend._errors import TokbackendError
+
 # Default growth budget, in MiB, of a backend whose caches grow without bound (`_renewal`).
 DEFAULT_CACHE_BUDGET_MIB = 256
 
@@ -20,11 +22,11 @@ DEFAULT_CACHE_BUDGET_MIB = 256
 BatchEncoder = Callable[[list[str]], list[list[int]]]
 
 
-class BackendUnavailableError(RuntimeError):
+class BackendUnavailableError(TokbackendError, RuntimeError):
     """The backend cannot serve this tokenizer (it cannot load it, or not exactly)."""
 
 
-class BackendPanicError(RuntimeError):
+class BackendPanicError(TokbackendError, RuntimeError):
     """A Rust panic inside a backend library, re-raised as an ordinary exception."""
 
 
