@@ -112,6 +112,14 @@ class DropsOnCombiningAcute(DropsLastId):
     wrong_on = staticmethod(lambda text: "\u0301" in text)
 
 
+class DropsBetweenAddedTokens(DropsLastId):
+    """Wrong where two of Qwen's added tokens stand side by side ("...|><|..."), as a backend
+    whose own added-token pass loses one of two adjacent matches would be."""
+
+    name = "drops-between-added-tokens"
+    wrong_on = staticmethod(lambda text: "|><|" in text)
+
+
 class DropsOnAsciiLetters(DropsLastId):
     """Wrong on every text holding an ASCII letter (as gigatoken was after a ByteLevel
     add_prefix_space set in place): wrong where no guard sends a text to HuggingFace. Records the

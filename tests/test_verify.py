@@ -14,6 +14,7 @@ import pytest
 from defects import (
     ArraysDropOnLongTexts,
     DropsAfterDigits,
+    DropsBetweenAddedTokens,
     ForgetsAnswers,
     RestoresWithoutWaiting,
     encodings_of_the_current_state,
@@ -148,6 +149,19 @@ def test_verify_exits_1_when_only_the_array_form_is_wrong(register_for_test):
     )
     assert report.exit_code == EXIT_MISMATCH
     assert "[long_prompts]" in "\n".join(lines)
+
+
+def test_verify_exits_1_when_added_tokens_side_by_side_are_wrong(register_for_test):
+    """The added-tokens step puts the model's own tokens side by side: a backend wrong only there
+    fails it (its accelerated tokenizer has no boot probe of its own, which catches it too)."""
+    register_for_test(DropsBetweenAddedTokens.name, DropsBetweenAddedTokens)
+    lines: list[str] = []
+    report = verify_model(
+        "qwen3", backend=DropsBetweenAddedTokens.name, quick=True, only={"added_tokens"}, announce=lines.append, progress=False
+    )
+    assert report.exit_code == EXIT_MISMATCH
+    step = next(step for step in report.steps if step.name == "added tokens side by side")
+    assert step.status == "mismatch" and "ids around added tokens differ" in step.detail, step
 
 
 def test_verify_exits_1_when_the_fast_path_silently_answers_nothing(monkeypatch, capsys):
