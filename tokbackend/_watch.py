@@ -14,6 +14,7 @@ before every encode.
 from __future__ import annotations
 
 import functools
+import logging
 import operator
 import weakref
 from collections.abc import Callable, Hashable
@@ -69,7 +70,15 @@ def _watch_model_assignments(kind: type) -> None:
         original.__set__(rust, model)
         rust.__dict__[_MODEL_MARKER] = object()
 
-    kind.model = property(original.__get__, assign, doc=original.__doc__)  # type: ignore[attr-defined]
+    try:
+        kind.model = property(original.__get__, assign, doc=original.__doc__)  # type: ignore[attr-defined]
+    except TypeError as error:  # a tokenizers release whose class is immutable
+        logging.getLogger("tokbackend").warning(
+            "tokbackend: cannot watch %s.model (%s): a model assigned after accelerate() is not seen; "
+            "accelerate() the tokenizer again after assigning one",
+            kind.__name__,
+            error,
+        )
 
 
 def _unwatch(namespace: dict[str, Any]) -> None:
