@@ -51,6 +51,7 @@ NORMALIZERS: tuple[dict[str, Any] | None, ...] = (
     },
     {"type": "Strip", "strip_left": True, "strip_right": True},
 )
+_EMPTY_SECTIONS = ("truncation", "padding", "pre_tokenizer", "post_processor", "decoder")
 # Specials models ship, whose prefixes, suffixes and overlaps user tokens are drawn from.
 MODEL_SPECIALS = ("<|im_end|>", "<|eot_id|>", "</s>", "<mask>", "[CLS]", "<|im_start|>")
 
@@ -120,19 +121,18 @@ def texts_around(contents: Sequence[str]) -> st.SearchStrategy[str]:
 def char_level_tokenizer_json(normalizer: dict[str, Any] | None) -> str:
     """A tokenizer that gives one id per character (BPE without merges over `ALPHABET` and the
     characters normalizers make of it), so its ids show where HF split a text."""
-    from tokenizers import Tokenizer
+    from tokbackend._added_tokens import normalizer_of
 
-    probe = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": [], "normalizer": normalizer}
-    probe.update({"pre_tokenizer": None, "post_processor": None, "decoder": None})
     characters = set(ALPHABET) | set("\u2581") | {chr(code) for code in range(0x61, 0x7B)}
-    probe["model"] = {"type": "WordLevel", "vocab": {"[UNK]": 0}, "unk_token": "[UNK]"}
-    normalize = Tokenizer.from_str(json.dumps(probe)).normalizer
-    if normalize is not None:
+    if normalizer is not None:
+        normalize = normalizer_of(normalizer)
         for character in ALPHABET:
-            characters.update(normalize.normalize_str(character))
+            characters.update(normalize(character))
     vocab = {"[UNK]": 0, **{character: index + 1 for index, character in enumerate(sorted(characters))}}
-    probe["model"] = {"type": "BPE", "vocab": vocab, "merges": [], "unk_token": "[UNK]", "dropout": None}
-    return json.dumps(probe)
+    model = {"type": "BPE", "vocab": vocab, "merges": [], "unk_token": "[UNK]", "dropout": None}
+    return json.dumps(
+        {**dict.fromkeys(_EMPTY_SECTIONS), "version": "1.0", "added_tokens": [], "normalizer": normalizer, "model": model}
+    )
 
 
 @dataclasses.dataclass(frozen=True)

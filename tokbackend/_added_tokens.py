@@ -102,7 +102,6 @@ class AddedTokens:
 
     def __init__(self, tokens: Iterable[AddedToken], normalize: Callable[[str], str] | None, ascii_preserving: bool) -> None:
         tokens = [token for token in tokens if token.content]
-        self.tokens = tokens
         self.ids = {token.content: token.id for token in tokens}
         self._normalize = normalize
         self._ascii_preserving = normalize is None or ascii_preserving
@@ -140,7 +139,7 @@ class AddedTokens:
         normalizer = sections.get("normalizer")
         if normalizer is None or does_nothing(normalizer) or not any(token.normalized for token in tokens):
             return cls(tokens, None, True)
-        return cls(tokens, _normalizer(normalizer), _preserves_ascii(normalizer))
+        return cls(tokens, normalizer_of(normalizer), _preserves_ascii(normalizer))
 
     def may_hold_token(self, text: str) -> bool:
         """False only where HF's split of `text` is `[text]`, with no piece any pass could change."""
@@ -240,7 +239,7 @@ def _alternation(contents: Iterable[str]) -> str:
     return f"{re.escape(prefix)}(?:{rest})"
 
 
-def _normalizer(section: dict[str, Any]) -> Callable[[str], str]:
+def normalizer_of(section: dict[str, Any]) -> Callable[[str], str]:
     """`normalize_str` of the normalizer a tokenizer.json section describes."""
     from tokenizers import Tokenizer
 
@@ -258,4 +257,4 @@ def _preserves_ascii(section: dict[str, Any]) -> bool:
     return section.get("type") in _ASCII_PRESERVING
 
 
-__all__ = ["AddedToken", "AddedTokens", "Part"]
+__all__ = ["AddedToken", "AddedTokens", "Part", "normalizer_of"]
