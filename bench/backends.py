@@ -729,9 +729,7 @@ def main() -> None:
     header = f"{datetime.date.today()}, {os.cpu_count()} cores, {machine}, Python {platform.python_version()}"
     print(header)
     print(result["markdown"])
-    name = arguments.mode + ("-cold" if arguments.cold else "") + ("-guarded" if arguments.guarded else "")
-    name += "-quick" if arguments.quick else ""
-    output = Path(os.environ.get("OUT", ROOT / "bench")) / f"backends-{name}.json"
+    output = Path(os.environ.get("OUT", ROOT / "bench")) / f"backends-{arguments.mode}.json"
     output.write_text(json.dumps({"host": header, **result}, indent=1))
 
 

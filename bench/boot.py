@@ -81,7 +81,7 @@ def model_dirs(work: Path) -> dict[str, Path]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--json", type=Path)
+    parser.add_argument("--json", type=Path, default=Path(__file__).resolve().parent / "boot.json")
     parser.add_argument("--models", nargs="*", default=list(MODELS))
     parser.add_argument("--repeat", type=int, default=1, help="fresh processes per row; the median ratio's run is kept")
     arguments = parser.parse_args()

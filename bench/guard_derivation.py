@@ -6,7 +6,8 @@ Usage:
   python bench/guard_derivation.py fast [--families qwen3 llama3 ...]   # seconds each
   python bench/guard_derivation.py compare [--families ...] [--vocabularies real small]  # and the full scans (minutes each)
   python bench/guard_derivation.py bound   # under the serving bound: built-in models, verify's changes, ids-oracle pipelines
-Prints a Markdown table for bench/RESULTS.md and writes bench/guard-derivation-<mode>.json.
+Prints a Markdown table for bench/RESULTS.md and writes bench/guard-derivation.json (fast, compare)
+or bench/guard-derivation-bound.json (bound).
 Each derivation runs in a process of its own (its RSS growth is its own).
 """
 
@@ -327,7 +328,8 @@ def main() -> None:
     header = f"{datetime.date.today()}, {os.cpu_count()} cores, {platform.processor() or platform.machine()}"
     print(header)
     print(result["markdown"])
-    output = Path(os.environ.get("OUT", ROOT / "bench")) / f"guard-derivation-{arguments.mode}.json"
+    name = "guard-derivation-bound" if arguments.mode == "bound" else "guard-derivation"
+    output = Path(os.environ.get("OUT", ROOT / "bench")) / f"{name}.json"
     output.write_text(json.dumps({"host": header, **result}, indent=1))
 
 

@@ -39,16 +39,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "options.json"
-# the runs of bench/servers.py the table's speed rows come from, in its order (named by the commit measured)
-SERVERS = [
-    ROOT / "bench" / name
-    for name in (
-        "servers-sglang-16-0523-a2e6de5.json",
-        "servers-sglang-16-0516-a2e6de5.json",
-        "servers-sglang-2-02d6185.json",
-        "servers-vllm-02d6185.json",
-    )
-]
+# the runs of bench/servers.py the table's speed rows come from, in its order: each server's current run
+SERVERS = [ROOT / "bench" / "servers-sglang.json", ROOT / "bench" / "servers-vllm.json"]
 README = ROOT / "README.md"
 MARKERS = ("<!-- options-table:start -->", "<!-- options-table:end -->")
 

