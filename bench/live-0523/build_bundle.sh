@@ -54,4 +54,4 @@ du -sh $S; du -b $OUT/site523.tar.xz $OUT/extra.tar.xz
 #   rm -rf /tmp/site && mkdir -p /tmp/site && tar -xJf .live/carry/site523.tar.xz -C /tmp/site \
 #     && tar -xJf .live/carry/extra.tar.xz -C /tmp/site
 #   PYTHONPATH=.:/tmp/site SGLANG_IS_FLASHINFER_AVAILABLE=false HF_HUB_OFFLINE=1 \
-#     python3 bench/servers.py sglang --json bench/servers-sglang-16-0523.json
+#     python3 bench/servers.py sglang   # writes bench/servers-sglang.json
