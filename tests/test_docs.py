@@ -292,6 +292,30 @@ def test_the_readmes_lane_table_is_the_committed_measurement():
     assert options.readme_table(ROOT / "README.md") == options.table(results), "run: python bench/options.py readme"
 
 
+# a measured figure: a count of tests, a duration, a size (a core count names a machine, not a figure)
+FIGURE = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?[\s-]?(?:tests|minutes|min|seconds|s|ms|GB|MB|MiB)\b")
+
+
+def shared_figures(first: str, second: str) -> set[str]:
+    """The figures both texts state (whitespace normalized): each should have one home that the other links to."""
+    return {" ".join(f.split()) for f in FIGURE.findall(first)} & {" ".join(f.split()) for f in FIGURE.findall(second)}
+
+
+def test_readme_and_contributing_share_no_figure():
+    """A figure both files state goes stale in one of them: the CI profile's test count and time
+    live in CONTRIBUTING.md ("Test profiles"), and the README links there."""
+    readme, contributing = ((ROOT / name).read_text(encoding="utf-8") for name in ("README.md", "CONTRIBUTING.md"))
+    assert shared_figures(readme, contributing) == set(), "state it in one file and link to it from the other"
+    assert "CONTRIBUTING.md#test-profiles" in readme and "Test profiles" in _headings(ROOT / "CONTRIBUTING.md")
+
+
+def test_a_figure_stated_twice_is_named():
+    """Planted: the README repeating CONTRIBUTING's test count and time, as it once did."""
+    contributing = "that was 596\ntests in 26.3 minutes"
+    readme = "its 596 tests took 26.3 minutes on 2 cores (16 cores: less)"
+    assert shared_figures(readme, contributing) == {"596 tests", "26.3 minutes"}
+
+
 def test_the_exit_code_table_is_verifys():
     """docs/verify.md's table is `verify.EXIT_CODES` word for word, every EXIT_ constant has a row,
     and the order of precedence is the code's."""
