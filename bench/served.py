@@ -70,7 +70,8 @@ def steady(tokenizer: Any, timeout: float = 300.0) -> Any:
     """`tokenizer`, once its final build is swapped in and prepared (its warm-up): what a
     steady-state row measures. A tokenizer without tokbackend is returned as it is."""
     acceleration = getattr(tokenizer, "tokbackend", None)
-    if acceleration is not None and not acceleration.wait_until_prepared(timeout):
+    wait = getattr(acceleration, "wait_until_prepared", None)  # releases that prepared after accelerate()
+    if wait is not None and not wait(timeout):
         raise RuntimeError(f"{acceleration!r}: not final and prepared after {timeout:.0f} s")
     return tokenizer
 

@@ -42,7 +42,8 @@ try:
 except ImportError:  # 0.1.0 and its successors before the private modules
     from tokbackend.backends.warmup import builtin_texts
 tok = tokbackend.load(sys.argv[1])
-tok.tokbackend.wait_until_prepared(300)
+if hasattr(tok.tokbackend, "wait_until_prepared"):  # earlier releases prepared after accelerate()
+    tok.tokbackend.wait_until_prepared(300)
 long_text = " ".join(builtin_texts())[:130_000]
 batch = [f"request {i}: Hello, how are you today?" for i in range(8)]
 chat = [{"role": "user", "content": "What is 2+2? " * 20}]

@@ -92,33 +92,13 @@ def test_cache_memory_stays_within_the_budget_where_raw_gigatoken_does_not():
     assert accelerated["renewals"] >= 1
 
 
-def test_both_fastokens_single_text_forms_give_hfs_ids(hf_tokenizer):
+def test_fastokens_single_texts_give_hfs_ids(hf_tokenizer):
     backend = FastokensBackend(hf_tokenizer.backend_tokenizer.to_str(), FastokensBackend.options_for_scanning())
     texts = ["", " ", "x", LONG, "<|im_start|>user\nhi<|im_end|>", "e\u0301 \U0001f468\u200d\U0001f469 1\ufe0f\u20e3 ١٢٣ 𝔘"]
     texts += [prompt_text(seed, 5000, kind) for seed in range(3) for kind in ("code", "prose", "mixed")]
     for text in texts:
         expected = hf_tokenizer.encode(text, add_special_tokens=False)
-        assert backend._ids(text) == expected and backend._flat(text) == expected, text[:40]
-
-
-@pytest.mark.parametrize("slow", ["ids", "flat"])
-def test_a_warmed_fastokens_backend_serves_single_texts_with_the_faster_form(hf_tokenizer, monkeypatch, slow):
-    """The choice is measured: whichever form is made slow here is not the one kept."""
-    import time
-
-    original = getattr(FastokensBackend, f"_{slow}")
-
-    def slowed(self, text):
-        time.sleep(0.005)
-        return original(self, text)
-
-    monkeypatch.setattr(FastokensBackend, f"_{slow}", slowed)
-    backend = FastokensBackend(hf_tokenizer.backend_tokenizer.to_str())
-    backend.prepare()  # the warm-up, which times the two forms
-    kept = "flat" if slow == "ids" else "ids"
-    assert backend.single_form == kept and backend.stats()["fastokens_single_form"] == kept
-    assert backend.single_form_ms[slow] > backend.single_form_ms[kept]
-    assert backend.encode(LONG) == hf_tokenizer.encode(LONG, add_special_tokens=False)
+        assert backend.encode(text) == expected and list(backend.encode_array(text)) == expected, text[:40]
 
 
 def test_rust_panics_become_ordinary_exceptions(fast_tokenizer):

@@ -448,11 +448,3 @@ def test_a_reference_to_a_section_that_is_gone_is_named(tmp_path):
         f"{doc}: link to docs/missing.md",
         f"{doc}: anchor {ROOT / 'docs' / 'verify.md'}#no-such-anchor",
     ]
-
-
-def test_the_lifecycle_table_is_the_codes():
-    """docs/start-up.md holds `PHASES` as `lifecycle_table()` makes it, word for word."""
-    from tokbackend._build import PHASES, Phase, lifecycle_table
-
-    assert set(PHASES) == set(Phase)
-    assert lifecycle_table() in (ROOT / "docs" / "start-up.md").read_text()

@@ -210,7 +210,6 @@ def test_boot_probe_is_within_budget(fast_tokenizer):
 
     state = fast_tokenizer.tokbackend
     assert state.build.probe_seconds > 0
-    assert state.wait_until_prepared(120)
     cpu_seconds = []
     for _ in range(3):  # the least of three: another test's background work in this worker may
         started = time.process_time()  # share a run's CPU time (1.46 s in one run of the suite)

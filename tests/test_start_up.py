@@ -1,6 +1,7 @@
 """Start-up: `accelerate()` returns a final build (the backend loaded, its exact guard found or
 derived, the boot probe passed), in-process as in the servers' processes; what a server process
-logs and shares; what a process that exits at once leaves running; the lifecycle's table.
+logs and shares; what a process that exits at once leaves running; a built state never replaced
+by another build of the same tokenizer state.
 """
 
 from __future__ import annotations
@@ -240,15 +241,16 @@ def test_accelerate_returns_warmed_and_nothing_running_on(tmp_path):
     assert "SERVES final [9707] [('load', False), ('warm', False)] []" in completed.stdout, completed.stdout
 
 
-def test_a_step_the_lifecycle_table_does_not_allow_is_refused(qwen3):
-    """`_swap` is the one place a build is swapped in, and it holds to `PHASES`: planted, a build
+def test_a_final_build_is_not_replaced_by_another_of_the_same_state(qwen3):
+    """`_swap` is the one place a build is swapped in, and only `UNBUILT` gives way to a build of
+    the same tokenizer state: planted, a build
     of the same tokenizer state with the fast path off put over the final one is refused, and
     the final build serves on."""
     fast = tokbackend.accelerate(qwen3, "gigatoken")
     state = fast.tokbackend
     final = state.build
     off = dataclasses.replace(final, disabled_reason="planted")
-    assert final.phase.value == "final" and off.phase.value == "off"
+    assert final.phase == "final" and off.phase == "off"
     refused = "phase 'final' cannot be replaced by one in phase 'off'"
     with pytest.raises(tokbackend.TokbackendError, match=refused), state._rebuild_lock:
         state._swap(off, state.serving[1])

@@ -1,18 +1,16 @@
 """One build of the fast path for a tokenizer's current state, made in one go and never changed.
 
 A `Build` holds everything `AccelerationState.answer` reads; a rebuild makes a new one and the
-state swaps it in with one assignment, so a call never sees half of two builds. `PHASES` is the
-lifecycle's one table (docs/start-up.md holds `lifecycle_table()`'s rendering of it).
+state swaps it in with one assignment, so a call never sees half of two builds. A build is
+unbuilt (`UNBUILT`, before `accelerate()` builds), final (the fast path serves) or off (HF serves).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import enum
 import logging
-from collections.abc import Callable, Hashable, Mapping
-from types import MappingProxyType
-from typing import NamedTuple
+from collections.abc import Callable, Hashable
+from typing import Literal
 
 from tokbackend._added_tokens import AddedTokens
 from tokbackend._errors import TokbackendError
@@ -22,7 +20,7 @@ from tokbackend._reference import Reference
 from tokbackend._routing import NoExactBackend, Routing, Shortfall, build_routing
 from tokbackend._segments import Segments, segments_for
 from tokbackend.backends import BackendUnavailableError
-from tokbackend.backends._base import panics_as_errors
+from tokbackend.backends._base import PanicConverter
 
 logger = logging.getLogger("tokbackend")
 
@@ -33,53 +31,6 @@ class FastPathError(TokbackendError, RuntimeError):
 
 Affixes = tuple[list[int], list[int]]
 UNBUILT_REASON = "not built yet"
-
-
-class Phase(str, enum.Enum):
-    """Where a tokenizer's build stands (see `PHASES`)."""
-
-    UNBUILT = "unbuilt"
-    FINAL = "final"
-    OFF = "off"
-
-
-class PhaseRule(NamedTuple):
-    """One row of `PHASES`."""
-
-    made_by: str
-    who_answers: str
-    followed_by: tuple[Phase, ...]  # phases whose build may replace it (a change to the tokenizer aside)
-
-
-# Any build may also be replaced by a new build for a changed tokenizer (`AccelerationState.rebuild`).
-PHASES: Mapping[Phase, PhaseRule] = MappingProxyType(
-    {
-        Phase.UNBUILT: PhaseRule(
-            "the state, before `accelerate()` builds",
-            "nobody: `accelerate()` returns once it has built",
-            (Phase.FINAL, Phase.OFF),
-        ),
-        Phase.FINAL: PhaseRule(
-            "`build_for`: a backend loaded, its exact guard found or derived, the boot probe passed, the backend warmed",
-            "the routing: texts its guard holds go to HF, the rest to the backend",
-            (),
-        ),
-        Phase.OFF: PhaseRule(
-            "`build_for`: no backend is exact (or none loads, with `allow_hf_fallback`)",
-            'HF, every call; the reason in `stats()["disabled_reason"]`, and `tokbackend verify` fails',
-            (),
-        ),
-    }
-)
-
-
-def lifecycle_table() -> str:
-    """`PHASES` as the markdown table docs/start-up.md holds."""
-    rows = ["| phase | made by | who answers | what may replace it |", "|---|---|---|---|"]
-    for phase, rule in PHASES.items():
-        follows = ", ".join(f"`{after.value}`" for after in rule.followed_by) or "nothing"
-        rows.append(f"| `{phase.value}` | {rule.made_by} | {rule.who_answers} | {follows} |")
-    return "\n".join(rows) + "\n"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -104,11 +55,11 @@ class Build:
     tokenizer_json: str | None = dataclasses.field(default=None, compare=False, repr=False)
 
     @property
-    def phase(self) -> Phase:
-        """Where this build stands in the lifecycle."""
+    def phase(self) -> Literal["unbuilt", "final", "off"]:
+        """The phase: "unbuilt", "final" (the fast path serves) or "off" (HF serves every call)."""
         if self.content is None and self.disabled_reason == UNBUILT_REASON:
-            return Phase.UNBUILT
-        return Phase.FINAL if self.disabled_reason is None else Phase.OFF
+            return "unbuilt"
+        return "final" if self.disabled_reason is None else "off"
 
 
 UNBUILT = Build(content=None)
@@ -175,15 +126,13 @@ def _pieces_of(tokens: AddedTokens, splits: bool) -> PiecesOf:
 
 
 def _prepare(routing: Routing) -> None:
-    """The serving lane's `prepare()` (its warm-up), here while the build is made: the
-    first requests meet a warm backend and nothing running beside them (a fresh gigatoken pool
-    ran a first burst several times slower than later ones, and its loads and warm-ups hold the
-    GIL: on a thread after `accelerate()` they held up a fresh process's first burst)."""
+    """The serving lane's `prepare()` (its warm-up), while the build is made: the first requests
+    meet a warm backend and no warm-up running beside them. A warm-up that fails costs only speed."""
     lane = routing.lane
     try:
-        with panics_as_errors(lane.name, "preparing"):
+        with PanicConverter(lane.name, "preparing"):
             lane.backend.prepare()
-    except Exception as error:  # a warm-up that fails (or panics) costs only speed
+    except Exception as error:  # a panic too: converted above
         logger.warning("backend %s: preparing it failed (%s); it serves unprepared", lane.name, error)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from array import array
 from typing import Any, TypeAlias, cast
 
-from tokbackend._build import PHASES, UNBUILT, Build, build_for
+from tokbackend._build import UNBUILT, Build, build_for
 from tokbackend._errors import TokbackendError
 from tokbackend._guard import UnicodeGuard
 from tokbackend._options import AccelerationOptions
@@ -96,7 +96,7 @@ class AccelerationState:
             guard_record=guard.record.get("path"),
             guard=guard.source(),
             segment_cache=segment_cache,
-            start_up={"phase": build.phase.value},
+            start_up={"phase": build.phase},
             backend_stats={} if routing is None else routing.lane.backend.stats(),
             **self.counters.snapshot(),
         )
@@ -119,11 +119,6 @@ class AccelerationState:
 
     def record_fallback(self, reason: FallbackReason, cause: BaseException | str | None = None, texts: int = 1) -> None:
         self.counters.record_fallback(reason, self.model, self.options.backend, cause, texts)
-
-    def wait_until_prepared(self, timeout: float | None = None) -> bool:
-        """True: a build is prepared (its warm-up) before `accelerate()` returns. Kept for
-        callers of releases that prepared on a background thread after it."""
-        return True
 
     def share_from(self, other: AccelerationState, reference: Reference) -> None:
         """Serve with `other`'s build and counters (copies of one tokenizer share one backend);
@@ -149,12 +144,11 @@ class AccelerationState:
 
     def _swap(self, build: Build, fingerprint: object) -> None:
         """The one place a state's build changes (the caller holds `_rebuild_lock`): a build for
-        another tokenizer state replaces any; otherwise the step must be one `PHASES` allows."""
+        another tokenizer state replaces any; one for the same state replaces only `UNBUILT`."""
         current = self._serving[0]
-        same_state = build is not current and build.content == current.content
-        if same_state and build.phase not in PHASES[current.phase].followed_by:
+        if build is not current and current is not UNBUILT and build.content == current.content:
             raise TokbackendError(
-                f"tokbackend: a build in phase {current.phase.value!r} cannot be replaced by one in phase {build.phase.value!r}"
+                f"tokbackend: a build in phase {current.phase!r} cannot be replaced by one in phase {build.phase!r}"
             )
         self._serving = (build, fingerprint)
 
@@ -190,7 +184,7 @@ class AccelerationState:
                 return None
             if segments is not None and (
                 (segments.exact_split and segments.must_split(texts))
-                or (segments.worth_consulting(texts, arrays) and segments.cache.consulted(len(texts)))
+                or (segments.cache_may_help(texts, arrays) and segments.cache.consulted(len(texts)))
             ):
                 ids, answered_by_hf, unsplit = encode_through_cache(
                     texts, segments.splitter, segments.cache, routing, reference.hf_ids, arrays

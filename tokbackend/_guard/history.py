@@ -4,36 +4,16 @@ Engines read a code point differently only where their tables differ (the UCD ch
 assigned it) or their rules do (case folding, `\\s`). `unicode_history.json` lists the first as
 runs each engine reads alike (one property history and UTF-8 length, Unicode 14.0, the oldest any
 engine here uses, to the newest) and the second as case relatives of the ASCII letters, whitespace
-and format characters, and combining marks. Regenerate with each version's `unicodedata2`
-installed side by side (`pip install --target DIR/unicodedata2-X unicodedata2==X`), the newest last:
-
-    python -m tokbackend._guard.history DIR/unicodedata2-15.0.0 ... DIR/unicodedata2-18.0.0
+and format characters, and combining marks; `tools/unicode_history.py` regenerates it.
 """
 
 from __future__ import annotations
 
 import functools
 import json
-import subprocess
-import sys
 from typing import Any
 
-from tokbackend._guard.scan import ranges
-from tokbackend._package_data import package_path, read_text
-
-_HANGUL_SYLLABLES = range(0xAC00, 0xD7A4)  # decomposed by algorithm; some tables list it, others not
-# run in a child: the named unicodedata2 installation's tables, or with no argument this interpreter's
-_DUMP = """
-import json, sys
-if len(sys.argv) > 1:
-    sys.path.insert(0, sys.argv[1])
-    import unicodedata2 as u
-else:
-    import unicodedata as u
-props = [None if 0xD800 <= cp <= 0xDFFF else (u.category(chr(cp)), u.combining(chr(cp)), u.decomposition(chr(cp)))
-         for cp in range(0x110000)]
-print(json.dumps({"version": u.unidata_version, "props": props}))
-"""
+from tokbackend._package_data import read_text
 
 
 @functools.cache
@@ -56,59 +36,3 @@ def rule_sensitive(name: str) -> list[int]:
         relatives: dict[str, list[int]] = table["case_relatives"]
         return relatives.get(name.partition(":")[2], [])
     return [code_point for first, last in table[name] for code_point in range(first, last + 1)]
-
-
-def _properties_of(installation: str | None) -> dict[str, Any]:
-    command = [sys.executable, "-c", _DUMP, *([installation] if installation is not None else [])]
-    properties: dict[str, Any] = json.loads(subprocess.run(command, capture_output=True, text=True, check=True).stdout)
-    return properties
-
-
-def build(installations: list[str]) -> dict[str, Any]:
-    """The table from this interpreter's UCD and the `unicodedata2` installations given."""
-    tables = [_properties_of(None), *(_properties_of(path) for path in installations)]
-    runs: list[list[int]] = []
-    previous = None
-    for code_point in range(0x110000):
-        if tables[0]["props"][code_point] is None:  # a surrogate
-            continue
-        values = [tuple(table["props"][code_point])[: 2 if code_point in _HANGUL_SYLLABLES else 3] for table in tables]
-        if len(set(values)) == 1:
-            continue
-        key = (tuple(values), len(chr(code_point).encode("utf-8")))
-        if key == previous and runs[-1][1] == code_point - 1:  # a run only of neighbours
-            runs[-1][1] = code_point
-        else:
-            runs.append([code_point, code_point])
-            previous = key
-    newest = tables[-1]["props"]
-    whitespace = [
-        cp for cp in range(0x110000) if newest[cp] and (newest[cp][0] in ("Zs", "Zl", "Zp", "Cc", "Cf") or chr(cp).isspace())
-    ]
-    marks = [cp for cp in range(0x110000) if newest[cp] and newest[cp][1]]
-    relatives: dict[str, list[int]] = {letter: [] for letter in "abcdefghijklmnopqrstuvwxyz"}
-    for cp in range(0x80, 0x110000):
-        if newest[cp] is not None:
-            character = chr(cp)
-            mapped = (character.lower() + character.upper() + character.casefold()).lower()
-            for letter in set(mapped) & relatives.keys():
-                relatives[letter].append(cp)
-    return {
-        "versions": [table["version"] for table in tables],
-        "changed_runs": runs,
-        "whitespace_like": ranges(whitespace),
-        "combining_marks": ranges(marks),
-        "case_relatives": relatives,
-    }
-
-
-def main(argv: list[str] | None = None) -> None:
-    table = build(list(argv if argv is not None else sys.argv[1:]))
-    path = package_path("tokbackend._guard", "unicode_history.json")
-    path.write_text(json.dumps(table, separators=(",", ":")), encoding="utf-8")
-    changed = sum(last - first + 1 for first, last in table["changed_runs"])
-    print(f"Unicode {', '.join(table['versions'])}: {len(table['changed_runs'])} runs, {changed} code points -> {path}")
-
-
-if __name__ == "__main__":
-    main()

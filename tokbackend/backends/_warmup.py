@@ -1,4 +1,4 @@
-"""Built-in text: for warming a fresh backend up, and for `auto`'s timing of candidates."""
+"""Built-in text for warming a fresh backend up."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ def builtin_texts(chars: int = 4_000_000, piece: int = 100_000) -> tuple[str, ..
     """Real text, the installed transformers package's Python sources in a fixed order, cut into
     `piece`-character texts: independent of anything a user sends, so it warms, never memorizes.
 
-    A fresh backend's first burst of long prompts is several times slower than later ones (empty
-    caches, cold allocators); encoding this once at build time moves that off the first requests.
+    Encoding it once at build time fills a fresh backend's caches and allocators before the first
+    requests, which would otherwise pay for them.
     """
     pieces: list[str] = []
     total = 0
