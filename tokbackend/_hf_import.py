@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 
 @contextlib.contextmanager
-def without_the_torch_advisory() -> Iterator[None]:
+def suppress_torch_warning() -> Iterator[None]:
     """Meanwhile, transformers' logger drops the PyTorch advisory (and nothing else)."""
     logger = logging.getLogger("transformers")
 

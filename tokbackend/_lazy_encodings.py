@@ -13,12 +13,13 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from tokbackend._hf_import import without_the_torch_advisory
+from tokbackend._hf_import import suppress_torch_warning
 
-with without_the_torch_advisory():
+with suppress_torch_warning():
     from transformers.tokenization_utils_base import BatchEncoding
 
 _KEY = "_encodings"
+_NEVER_SET = object()
 
 
 class _Pending(functools.partial[list[Any]]):
@@ -27,8 +28,8 @@ class _Pending(functools.partial[list[Any]]):
 
 def _read(result: BatchEncoding) -> Any:
     values = result.__dict__
-    stored = values.get(_KEY, _KEY)
-    if stored is _KEY:  # never set: HF's `__getattr__` answers, as for a missing plain attribute
+    stored = values.get(_KEY, _NEVER_SET)
+    if stored is _NEVER_SET:  # never set: HF's `__getattr__` answers, as for a missing plain attribute
         raise AttributeError(_KEY)
     if type(stored) is not _Pending:
         return stored

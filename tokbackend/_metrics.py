@@ -15,7 +15,7 @@ from types import ModuleType
 
 from tokbackend._policy import FallbackReason
 
-# 10 µs (a short text on the fast path) to 1 s (HF on a long batch)
+# from a short text on the fast path to HF on a long batch
 ENCODE_SECONDS_BUCKETS = (1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)
 
 
@@ -46,7 +46,7 @@ class Metrics:
 
 
 def _metrics() -> Metrics | None:
-    if os.environ.get("TOKBACKEND_METRICS") == "0":  # opted out: no per-call cost (about 2 µs a call)
+    if os.environ.get("TOKBACKEND_METRICS") == "0":  # opted out: no per-call cost
         return None
     try:
         import prometheus_client

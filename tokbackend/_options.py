@@ -32,7 +32,7 @@ class AccelerationOptions:
         strict=True), or "off" (no guard: only for backends known to be exact).
     cache_budget_mib: how far the caches of a backend that never evicts (gigatoken) may grow the
         resident memory: at a quarter of it a fresh instance is built and swapped in, the rest is
-        headroom while it is built (the fresh instance's own ~170 MiB comes on top, until the old
+        headroom while it is built (the fresh instance's own memory comes on top, until the old
         one is freed); None: unbounded.
     segment_cache_mib: the segment cache's budget (ids of the text between added tokens, reused
         across requests that resend earlier turns; docs/segment-cache.md); None turns it off.

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from tokbackend.backends._arrays import encode_array, encode_batch_arrays
-from tokbackend.backends._base import panics_as_errors
+from tokbackend.backends._base import PanicConverter
 
 # How a build hands a text to its backend: whole ([text]), as pieces and added tokens' ids split
 # at them (`tokbackend._added_tokens`), or not at all (None: HuggingFace answers it).
@@ -131,7 +131,7 @@ def _compared(
     try:
         # every form the lane serves: a batch and one text, each as lists and as `array('q')`
         # rows (each a path of its own in a backend)
-        with panics_as_errors(getattr(backend, "name", type(backend).__name__)):
+        with PanicConverter(getattr(backend, "name", type(backend).__name__)):
             forms = (
                 backend.encode_batch(pieces),
                 encode_batch_arrays(backend, pieces),

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import copy
+import enum
 import functools
 import threading
 import types
@@ -39,15 +40,23 @@ if TYPE_CHECKING:
 else:
     _HFTokenizer = object  # the generated class puts the tokenizer's own class after the mixin
 
-# The calls' mode in this context, read once per call: fast-path ids as lists, as `array('q')`s
-# (`ids_as_arrays`), or `_HF`: HuggingFace answers with its real `tokenizers.Encoding`s (`tokenize()`
-# reads tokens from them; the reference ids are HF's own), also inside `ids_as_arrays`.
-_LISTS, _ARRAYS, _HF = "lists", "arrays", "hf"
+
+class _Mode(enum.Enum):
+    """The calls' mode in this context, read once per call: fast-path ids as lists, as `array('q')`s
+    (`ids_as_arrays`), or HF: HuggingFace answers with its real `tokenizers.Encoding`s (`tokenize()`
+    reads tokens from them; the reference ids are HF's own), also inside `ids_as_arrays`."""
+
+    LISTS = "lists"
+    ARRAYS = "arrays"
+    HF = "hf"
+
+
+_LISTS, _ARRAYS, _HF = _Mode.LISTS, _Mode.ARRAYS, _Mode.HF
 _mode = contextvars.ContextVar("tokbackend_mode", default=_LISTS)
 
 
 @contextlib.contextmanager
-def _in_mode(mode: str) -> Iterator[None]:
+def _in_mode(mode: _Mode) -> Iterator[None]:
     """Calls inside run in `mode` (`_HF` stays: HuggingFace answers what it calls itself)."""
     token = _mode.set(_HF if _mode.get() is _HF else mode)
     try:
@@ -171,7 +180,7 @@ class AcceleratedTokenizerMixin(_HFTokenizer):
         if ids is not None:  # the settings HF's call would have left on the Rust tokenizer
             gate = self._tokbackend_gate
             if truncation is not None:
-                gate.answered(self._tokenizer, _left_by(truncation, kwargs, side))
+                gate.answered(self._tokenizer, _settings_after(truncation, kwargs, side))
             elif gate.dirty:
                 gate.answered(self._tokenizer, PLAIN)
         return ids
@@ -286,7 +295,7 @@ class HFReference:
             key = ("encodings", tokenizer._tokbackend_settings(kwargs))
             return cast("list[Encoding]", self._internal(text, add_special_tokens, kwargs, key).encodings)
         rust = _rust_as_built(build.tokenizer_json, threading.get_ident())
-        apply(rust, _left_by(truncation_of(kwargs) if kwargs else None, kwargs, truncation_side))
+        apply(rust, _settings_after(truncation_of(kwargs) if kwargs else None, kwargs, truncation_side))
         return rust.encode_batch([text] if type(text) is str else list(text), add_special_tokens=add_special_tokens)
 
     def _internal(self, text: Any, add_special_tokens: bool, kwargs: dict[str, Any], key: Hashable) -> BatchEncoding:
@@ -325,7 +334,7 @@ def _texts_in(text: Any, is_split_into_words: Any) -> int:
     return len(text)
 
 
-def _left_by(truncation: Truncation | None, kwargs: dict[str, Any], truncation_side: str) -> Settings:
+def _settings_after(truncation: Truncation | None, kwargs: dict[str, Any], truncation_side: str) -> Settings:
     """The Rust settings HF's call leaves, for a call the fast path may answer with this
     `truncation` (`truncation_of(kwargs)`): plain, or its truncation without padding."""
     if truncation is None:

@@ -163,7 +163,7 @@ def find_record(
     baked = os.environ.get(BAKED_RECORDS_ENV)
     for directory in [*([Path(baked)] if baked else []), shipped, cache_dir / "guards"]:
         if not any(directory.glob(f"{key.family}-*.json")):
-            continue  # the model's fingerprint (~30 ms) is read only where records of the family are
+            continue  # the model's fingerprint (costly) is read only where records of the family are
         for matched in ("pipeline", "model", "model, earlier format"):
             # the names `write_record` gives the records `key` may match as `matched`, and what they hold
             current, pipeline = {"format": RECORD_FORMAT, "pipeline": key.pipeline}, f"{key.family}-p{key.pipeline[:16]}-"

@@ -9,7 +9,7 @@ import os
 from tokbackend._process.forking import after_fork_in_child
 
 _PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
-# /proc/self/statm, kept open: a pread is ~4x faster than opening it again, and a renewing backend
+# /proc/self/statm, kept open: a pread is cheaper than opening it again, and a renewing backend
 # reads it twice a call. /proc/self is resolved at open, so a forked child drops the parent's.
 _statm: list[int] = []
 
@@ -25,7 +25,7 @@ def resident_bytes() -> int | None:
 
 
 @after_fork_in_child
-def _forget_the_parents_statm() -> None:
+def _reopen_statm_in_child() -> None:
     if _statm:
         with contextlib.suppress(OSError):
             os.close(_statm.pop())

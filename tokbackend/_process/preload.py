@@ -1,9 +1,9 @@
 """The backends' libraries, imported on a background thread when `tokbackend.preload()` asks.
 
-A library's first import (awkward's is as long as HuggingFace's load of a 32k vocabulary) need
-not wait for `accelerate()`: done while a server does other start-up work, it leaves the first
-build's time. `import tokbackend` starts nothing. Off with TOKBACKEND_PRELOAD=0. A fork waits
-for the thread first (5 s at most): a child forked mid-import would find the import lock held.
+A library's first import (awkward's is long) need not wait for `accelerate()`: done while a server
+does other start-up work, it leaves the first build's time. `import tokbackend` starts nothing. Off
+with TOKBACKEND_PRELOAD=0. A fork waits for the thread first (5 s at most): a child forked mid-
+import would find the import lock held.
 """
 
 from __future__ import annotations
@@ -16,13 +16,13 @@ import os
 from collections.abc import Callable
 
 from tokbackend._process.forking import before_fork
-from tokbackend._process.threads import OnItsOwnThread
+from tokbackend._process.threads import BackgroundThread
 
 PRELOAD_ENV = "TOKBACKEND_PRELOAD"
 _FORK_WAIT_S = 5.0  # bounded: a fork from inside an import the thread waits for would never happen
 
 # the one preload of this process, once started (`wait` joins it, `start` starts no second)
-_thread: OnItsOwnThread[None] | None = None
+_thread: BackgroundThread[None] | None = None
 
 
 def start(then: Callable[[], None]) -> None:
@@ -33,7 +33,7 @@ def start(then: Callable[[], None]) -> None:
     if os.environ.get(PRELOAD_ENV, "1") == "0" or _thread is not None:
         return
     before_fork(functools.partial(wait, _FORK_WAIT_S))
-    _thread = OnItsOwnThread(lambda: _run(then), "tokbackend-preload")
+    _thread = BackgroundThread(lambda: _run(then), "tokbackend-preload")
 
 
 def _run(then: Callable[[], None]) -> None:

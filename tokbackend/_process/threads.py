@@ -1,4 +1,4 @@
-"""`OnItsOwnThread`: the one place tokbackend starts a thread (a guard's scan has a pool of its
+"""`BackgroundThread`: the one place tokbackend starts a thread (a guard's scan has a pool of its
 own): a backend's load beside its guard's derivation, a renewing backend's fresh instance,
 the background imports. `exiting()`: whether such work should stop between its steps.
 
@@ -23,7 +23,7 @@ def exiting() -> bool:
     return bool(getattr(threading, "_SHUTTING_DOWN", False))
 
 
-class OnItsOwnThread(Generic[T]):
+class BackgroundThread(Generic[T]):
     """`work()` on a thread of its own; `result()` waits and raises what it raised, `join()` waits only.
 
     Not a daemon (see the module docstring). Work that nobody waits for reports its own errors.

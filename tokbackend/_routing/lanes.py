@@ -20,10 +20,10 @@ from tokbackend._errors import TokbackendError
 from tokbackend._guard import GuardUnavailableError, UnicodeGuard, load_guard
 from tokbackend._guard.derive import in_every_call_form
 from tokbackend._probe import PiecesOf, ascii_probe, run_probe
-from tokbackend._process.threads import OnItsOwnThread
+from tokbackend._process.threads import BackgroundThread
 from tokbackend.backends import EncodeBackend, backend_class
 from tokbackend.backends._arrays import encode_array, encode_batch_arrays
-from tokbackend.backends._base import BackendUnavailableError, BatchEncoder, panics_as_errors
+from tokbackend.backends._base import BackendUnavailableError, BatchEncoder, PanicConverter
 from tokbackend.backends._renewal import RenewingBackend
 
 if TYPE_CHECKING:
@@ -131,7 +131,7 @@ def build_lane(name: str, tokenizer_json: str, options: AccelerationOptions, ref
     wrong there is refused in milliseconds rather than after a scan of most of an hour. Any
     derivation stops past `options.guard.budget`."""
     try:
-        with panics_as_errors(name, "building its lane", BackendUnavailableError):
+        with PanicConverter(name, "building its lane", BackendUnavailableError):
             kind = backend_class(name)
 
             def load() -> EncodeBackend:
@@ -139,7 +139,7 @@ def build_lane(name: str, tokenizer_json: str, options: AccelerationOptions, ref
                     return RenewingBackend(lambda: kind(tokenizer_json, kind.Options()), options.cache_budget_mib)
                 return kind(tokenizer_json, kind.Options())
 
-            loading = OnItsOwnThread(load, "tokbackend-backend-load")
+            loading = BackgroundThread(load, "tokbackend-backend-load")
 
             def wrong_on_ascii() -> str | None:
                 if (mismatch := ascii_probe(loading.result(), reference.hf_ids).mismatch) is None:

@@ -39,7 +39,7 @@ class Segments:
                 return True
         return False
 
-    def worth_consulting(self, texts: list[str], arrays: bool) -> bool:
+    def cache_may_help(self, texts: list[str], arrays: bool) -> bool:
         """Whether a call may gain from the cache: some text holds an added token, or, for list ids
         (array ids of a plain text come straight from the backend's buffer), is long enough that a
         repeat pays."""

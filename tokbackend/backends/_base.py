@@ -56,15 +56,15 @@ def loading_tokenizer_json(library: str) -> Iterator[None]:
     """Any failure to load a tokenizer.json, a Rust panic included, as BackendUnavailableError
     with its first line."""
     try:
-        with panics_as_errors(library, "loading"):
+        with PanicConverter(library, "loading"):
             yield
     except Exception as error:
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise BackendUnavailableError(f"{library} cannot load this tokenizer.json ({reason})") from error
 
 
-class panics_as_errors:  # noqa: N801 - used as a context manager, named as one
-    """`with panics_as_errors(library):` re-raises a Rust panic inside `library` as `error_class`,
+class PanicConverter:
+    """`with PanicConverter(library):` re-raises a Rust panic inside `library` as `error_class`,
     saying what it was `doing`, so that a panic is a reported error, never a thread that died.
 
     A class, not a generator: it keeps no state, so one made once serves every call and thread,

@@ -19,20 +19,19 @@ import numpy as np
 
 from tokbackend._process.forking import in_forked_child
 from tokbackend.backends._arrays import split_uint32, widened
-from tokbackend.backends._base import import_library, loading_tokenizer_json, panics_as_errors
+from tokbackend.backends._base import PanicConverter, import_library, loading_tokenizer_json
 from tokbackend.backends._warmup import builtin_texts
 
 if TYPE_CHECKING:
     from gigatoken.gigatoken_rs import BPETokenizer, SentencePieceTokenizer
 
 # made once: it keeps no state
-_PANICS_AS_ERRORS = panics_as_errors("gigatoken")
+_PANICS = PanicConverter("gigatoken")
 # A text this long is encoded on the pool even alone (its pieces in parallel, the same ids):
 # below it, handing work to the pool costs about what it saves.
 PARALLEL_CHARS = 16_384
-# Built-in text each pool thread encodes while the backend is prepared: a thread's cache of
-# pieces is warm after ~2 MB of text (a batch of 40 fresh 32k-token prompts then runs at the
-# speed of later ones; with 0.5 MB a thread it was still ~1.9x slower).
+# Built-in text each pool thread encodes while the backend is prepared, enough to warm a thread's
+# cache of pieces (bench/RESULTS.md has the measurement).
 _WARM_CHARS_PER_THREAD = 2_000_000
 
 
@@ -53,8 +52,8 @@ def _parallel(texts: list[str]) -> bool:
 
 @dataclasses.dataclass(frozen=True)
 class GigatokenOptions:
-    """warm: `prepare()` encodes ~2 MB of built-in text on each thread of gigatoken's pool (4 MB
-    at least), so that the pool and each thread's cache of pieces are warm for the first requests."""
+    """warm: `prepare()` encodes `_WARM_CHARS_PER_THREAD` of built-in text on each thread of
+    gigatoken's pool, so that the pool and each thread's cache of pieces are warm for the first requests."""
 
     warm: bool = True
 
@@ -90,21 +89,20 @@ class GigatokenBackend:
         try:
             return self._rust.encode_batch_list([text], parallel=len(text) >= PARALLEL_CHARS and not in_forked_child())[0]
         except BaseException as error:
-            raise _PANICS_AS_ERRORS.converted(error) from None
+            raise _PANICS.converted(error) from None
 
     def encode_batch(self, texts: list[str]) -> list[list[int]]:
-        with _PANICS_AS_ERRORS:
+        with _PANICS:
             return self._rust.encode_batch_list(texts, parallel=_parallel(texts))
 
     def encode_array(self, text: str) -> array[int]:
         # the padded form's one row: no awkward array built and taken apart for a single text
-        # (a 32k-token text: ~0.42 ms against 0.66 on 2 cores)
-        with _PANICS_AS_ERRORS:
+        with _PANICS:
             matrix, lengths = self._rust.encode_batch_padded([text], self._one_row, parallel=_parallel([text]))
         return widened(matrix[0, : lengths[0]])
 
     def encode_batch_arrays(self, texts: list[str]) -> list[array[int]]:
-        with _PANICS_AS_ERRORS:
+        with _PANICS:
             result = self._rust.encode_batch(texts, parallel=_parallel(texts))
         layout = getattr(result, "layout", None)
         if layout is not None:
@@ -123,7 +121,7 @@ class GigatokenBackend:
 
     def prepare(self) -> None:
         if self._warm and not in_forked_child():
-            # the pool hands each thread a contiguous run of the batch: each meets ~2 MB of it
+            # the pool hands each thread a contiguous run of the batch: each meets its share
             texts = list(builtin_texts())
             chars = sum(map(len, texts))
             self.encode_batch(texts * math.ceil(pool_threads() * _WARM_CHARS_PER_THREAD / chars))

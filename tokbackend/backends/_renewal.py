@@ -3,10 +3,8 @@
 `RenewingBackend` adds up resident growth *during the wrapped backend's own calls* and, at a
 quarter of the budget, builds a fresh instance, whose library object has empty caches, on a
 thread of its own, and swaps it in once built; the old instance serves meanwhile, and the rest of
-the budget is headroom for what its caches grow in that time (a build takes about a second; on
-text of words all new, gigatoken's caches grow ~85 MiB a second on 2 cores). Output never depends
-on the caches, only speed. No spare is kept ahead: an instance of a 248k vocabulary holds ~165-180
-MiB, which a renewal needs only while it swaps.
+the budget is headroom for what its caches grow in that time. Output never depends on the caches,
+only speed. No spare is kept ahead: a second instance's memory is needed only while it swaps.
 """
 
 from __future__ import annotations
@@ -18,9 +16,9 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from tokbackend._process.memory import release_freed_memory, resident_bytes
-from tokbackend._process.threads import OnItsOwnThread, exiting
+from tokbackend._process.threads import BackgroundThread, exiting
 from tokbackend.backends._arrays import encode_array, encode_batch_arrays
-from tokbackend.backends._base import EncodeBackend, panics_as_errors
+from tokbackend.backends._base import EncodeBackend, PanicConverter
 
 _T = TypeVar("_T")
 
@@ -44,7 +42,7 @@ class RenewingBackend:
         self._budget_bytes = int(budget_mib) << 20
         self._growth = 0
         # the renewal last started: one at a time (a forked child finds its thread ended)
-        self._renewal: OnItsOwnThread[None] | None = None
+        self._renewal: BackgroundThread[None] | None = None
         # bumped as a renewal ends: a call spanning that counts no growth (the fresh instance's
         # load would count, and start the next renewal at once)
         self._epoch = 0
@@ -79,7 +77,7 @@ class RenewingBackend:
             # only wastes a build (each swaps in a fresh instance).
             self._growth += after - before
             if self._growth >= self._budget_bytes // 4 and (self._renewal is None or self._renewal.join(0)):
-                self._renewal = OnItsOwnThread(self._renew, "tokbackend-renewal")
+                self._renewal = BackgroundThread(self._renew, "tokbackend-renewal")
         return result
 
     def _renew(self) -> None:
@@ -89,7 +87,7 @@ class RenewingBackend:
         try:
             if exiting():  # nothing will serve with it (`tokbackend._process.threads`)
                 return
-            with panics_as_errors(self.name, "building a fresh instance"):
+            with PanicConverter(self.name, "building a fresh instance"):
                 fresh = self._build()
             self._current = fresh
             self.cache_renewals += 1
