@@ -1,21 +1,26 @@
 """The code points a fast derivation scans: where two engines' Unicode tables or rules can differ.
 
-`candidate_runs` gives runs of code points each engine reads alike (`history`): those whose
-properties changed between Unicode versions, and single code points where the pipeline's rules can
-differ (case relatives of the letters its regex matches case-insensitively, whitespace and format
-characters, combining marks for a composing normalizer). `sample` is the safety net over the rest;
-a divergence there widens the scan to the run around it (`run_around`).
+Engines read a code point differently only where their tables differ (the UCD changed or newly
+assigned it) or their rules do (case folding, `\\s`). `candidate_runs` gives runs of code points
+each engine reads alike (one property history and UTF-8 length, Unicode 14.0, the oldest any
+engine here uses, to the newest: `history`): those whose properties changed between Unicode
+versions, and single code points where the pipeline's rules can differ (case relatives of the
+letters its regex matches case-insensitively, whitespace and format characters, combining marks
+for a composing normalizer). `sample` is the safety net over the rest; a divergence there widens
+the scan to the run around it (`run_around`).
 """
 
 from __future__ import annotations
 
+import functools
+import json
 import re
 import unicodedata
 from typing import Any
 
 from tokbackend._guard.contexts import composes, split_patterns
-from tokbackend._guard.history import changed_runs, rule_sensitive
 from tokbackend._guard.scan import from_ranges
+from tokbackend._package_data import read_text
 from tokbackend._tokenizer_json import top_level_sections
 
 _CASE_INSENSITIVE = re.compile(r"\(\?i:([^)]*)\)")
@@ -23,6 +28,28 @@ _CASE_INSENSITIVE = re.compile(r"\(\?i:([^)]*)\)")
 # hold assigned characters, and of the planes whose properties the stability policy fixes.
 SAMPLE_STRIDE = 61
 FIXED_PLANES_STRIDE = 4099
+
+
+@functools.cache
+def history() -> dict[str, Any]:
+    """The shipped table `unicode_history.json` (`tools/unicode_history.py` regenerates it)."""
+    table: dict[str, Any] = json.loads(read_text("tokbackend._guard", "unicode_history.json"))
+    return table
+
+
+def changed_runs() -> list[tuple[int, int]]:
+    """Runs (first, last) of code points whose properties changed between the versions."""
+    return [tuple(run) for run in history()["changed_runs"]]
+
+
+def rule_sensitive(name: str) -> list[int]:
+    """Code points where engines' rules can differ: "whitespace_like", "combining_marks", or
+    "case_relatives:<letter>" (code points whose case mappings or folding involve <letter>)."""
+    table = history()
+    if name.startswith("case_relatives:"):
+        relatives: dict[str, list[int]] = table["case_relatives"]
+        return relatives.get(name.partition(":")[2], [])
+    return [code_point for first, last in table[name] for code_point in range(first, last + 1)]
 
 
 def candidate_runs(tokenizer_json: str | dict[str, Any]) -> list[tuple[int, int]]:
