@@ -18,8 +18,8 @@ from typing import Any, NamedTuple, TypeAlias
 from tokbackend._process.forking import fork_safe_lock
 from tokbackend._segments.splitter import AddedTokenSplitter, Piece, text_of
 
-# The budget to turn it on with (`segment_cache_mib=DEFAULT_SEGMENT_CACHE_MIB`): enough for ~40
-# agents' 26k-token conversations; see docs/segment-cache.md for the measurements behind it.
+# The budget to turn it on with (`segment_cache_mib=DEFAULT_SEGMENT_CACHE_MIB`): docs/segment-cache.md
+# says what it holds and the measurements behind it.
 DEFAULT_SEGMENT_CACHE_MIB = 64
 # Bytes a cached piece's ids cost: as a list, 8 an id and each int object (28); as an array, 8.
 _BYTES_PER_LISTED_ID = 36
