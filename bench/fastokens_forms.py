@@ -52,7 +52,8 @@ def main() -> None:
         rows[str(length)] = {"ids_ms": ids_ms, "flat_ms": flat_ms, "flat_over_ids": flat_ms / ids_ms}
         print(f"{length:>7} characters: ids {ids_ms:.3f} ms, flat {flat_ms:.3f} ms, flat/ids {flat_ms / ids_ms:.2f}")
     host = f"{os.cpu_count()} cores, {platform.machine()}, Python {platform.python_version()}"
-    result = {"host": host, "fastokens": fastokens.__version__ if hasattr(fastokens, "__version__") else "?", "rows": rows}
+    version = getattr(fastokens, "__version__", "?")
+    result = {"host": host, "fastokens": version, "rows": rows}
     (Path(__file__).parent / "fastokens-forms.json").write_text(json.dumps(result, indent=1) + "\n")
 
 

@@ -88,7 +88,9 @@ def core_contexts(contexts: list[ScanContext], per_family: int = 2) -> list[Scan
     return core
 
 
-def check_ascii_exact(encoders: Encoders, contexts: list[ScanContext], what: str, meter: DerivationMeter | None = None) -> None:
+def refuse_inexact_on_ascii(
+    encoders: Encoders, contexts: list[ScanContext], what: str, meter: DerivationMeter | None = None
+) -> None:
     """Raise GuardUnavailableError at the first ASCII-only text (an ASCII code point in an ASCII
     context) on which the backend differs from HuggingFace (`encoders`: HF's, the backend's): no
     guard sends such a text to HuggingFace, so none makes the backend exact. `what`: for the message."""
@@ -133,7 +135,7 @@ def run_oracles(
     encoders = {oracle: _encoder_pair(text, build_backend) for oracle, text in oracles.items() if text is not None}
     contexts_of = {"ids": core_contexts(contexts), "boundaries": contexts}
     for oracle, pair in encoders.items():
-        check_ascii_exact(pair, contexts_of[oracle], f"the full derivation (oracle {oracle})")
+        refuse_inexact_on_ascii(pair, contexts_of[oracle], f"the full derivation (oracle {oracle})")
     reports: dict[str, ScanReport] = {}
     for oracle, (reference, candidate) in encoders.items():
         scanned = code_points if code_points is not None else code_points_to_scan(reference, {oracle: candidate})
@@ -196,14 +198,14 @@ def derive_fast(
         return scan(reference, {oracle: candidate}, over, points, meter=meter)[oracle]
 
     if code_points is not None:
-        check_ascii_exact(own_encoders(), contexts, what, meter)
+        refuse_inexact_on_ascii(own_encoders(), contexts, what, meter)
         merged = scanned(code_points)
     else:
         runs = candidate_runs(tokenizer_json)
         samples = sample(FULL_PLANES, runs) + sample(SCREENED_PLANES, runs, FIXED_PLANES_STRIDE)
         screen = served if served is not None and oracle == "ids" else None
         if not ascii_probed:
-            check_ascii_exact(screen or own_encoders(), contexts, what, meter)
+            refuse_inexact_on_ascii(screen or own_encoders(), contexts, what, meter)
         # the runs around what the screen found (each up to 8,193 code points, read one by one)
         widened = []
         for point in (found := scanned(samples, SCREEN_CONTEXTS, screen).all_divergent):
