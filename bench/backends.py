@@ -49,7 +49,7 @@ _seed = [20_000_000]
 def _generated(seed: int) -> str:
     """prompt_text(seed), kept on disk: generating one costs ~0.1-0.2 s, and every child of a
     scaling run needs the same 86 of them."""
-    from equivalence.corpus import prompt_text
+    from tokbackend.equivalence.corpus import prompt_text
 
     path = Path(os.environ.get("TMPDIR", "/tmp")) / "tokbackend-bench-prompts" / f"{seed}-{PROMPT_CHARS}.txt"
     if path.exists():
@@ -310,7 +310,7 @@ def scaling(threads: list[int], earlier: Path | None = None, cold: bool = False)
 
 
 def _prompt(index: int) -> str:
-    from equivalence.corpus import prompt_text
+    from tokbackend.equivalence.corpus import prompt_text
 
     return prompt_text(30_000_000 + index, PROMPT_CHARS)
 
@@ -492,7 +492,7 @@ def conversation_turns(agent: int, turns: int, guarded: list[int] = ()) -> list[
     user and assistant message, then the new user message. `guarded`: code points a Unicode
     guard holds; the agent's first user message quotes one of them (a name, a symbol pasted from
     a tool's output), so every later request of the conversation holds it too."""
-    from equivalence.corpus import prompt_text
+    from tokbackend.equivalence.corpus import prompt_text
 
     system = prompt_text(1, SYSTEM_CHARS, "code")
     text = f"<|im_start|>system\n{system}<|im_end|>\n"
@@ -567,11 +567,11 @@ def _agent_workload(conversations: int, turns: int, guarded: list[int] = ()) -> 
 def guarded_code_points(tokenizer_json: str, count: int = 16) -> list[int]:
     """`count` code points spread over gigatoken's Unicode guard for this tokenizer (the guard
     of the larger guard): its shipped or cached record, as accelerate() finds it."""
-    from equivalence.conversations import guarded_sample
     from tokbackend._cache_dir import cache_dir
     from tokbackend._guard import guard_versions
     from tokbackend._guard.records import find_record, record_key
     from tokbackend._guard.scan import from_ranges
+    from tokbackend.equivalence.conversations import guarded_sample
 
     record, _ = find_record(record_key(tokenizer_json, "gigatoken"), cache_dir(), guard_versions(("gigatoken",)))
     if record is None:

@@ -66,7 +66,7 @@ Path(output).write_text(json.dumps({
 def model_dirs(work: Path) -> dict[str, Path]:
     """Each model's tokenizer files in a directory of its own (built once, before any timing)."""
     import tokbackend
-    from equivalence.families import build_family
+    from tokbackend.equivalence.families import build_family
 
     dirs = {}
     for name in MODELS:

@@ -34,12 +34,12 @@ def _child(family: str, vocabulary: str, backend: str, full: bool) -> dict:
     import resource
     import time
 
-    from equivalence.families import build_family
     from tokbackend._guard import guard_versions
     from tokbackend._guard.derive import derive_fast, derive_record
     from tokbackend._guard.records import record_key
     from tokbackend._guard.scan import from_ranges
     from tokbackend.backends import BackendUnavailableError, backend_class
+    from tokbackend.equivalence.families import build_family
 
     tokenizer_json = build_family(family, vocabulary).backend_tokenizer.to_str()
     kind = backend_class(backend)
@@ -88,13 +88,13 @@ def _bound_tokenizer_json(case: str) -> str:
     import tempfile
 
     import tokbackend
-    from equivalence.changes import CHANGES
-    from equivalence.families import build_family
+    from tokbackend.equivalence.changes import CHANGES
+    from tokbackend.equivalence.families import build_family
 
     if case == "own-pipeline":
         from transformers import PreTrainedTokenizerFast
 
-        from equivalence.server_models import own_pipeline_model
+        from tokbackend.equivalence.server_models import own_pipeline_model
 
         path = own_pipeline_model(Path(tempfile.mkdtemp())) / "tokenizer.json"
         return PreTrainedTokenizerFast(tokenizer_file=str(path)).backend_tokenizer.to_str()
@@ -207,12 +207,12 @@ def _full_scans(family: str, vocabulary: str) -> dict:
     find for each, in a quarter of the time of one derivation per backend)."""
     import time
 
-    from equivalence.families import build_family
     from tokbackend._guard.boundaries import boundary_tokenizer_json
     from tokbackend._guard.contexts import derive_contexts
     from tokbackend._guard.derive import _hf_encoder, code_points_to_scan, core_contexts
     from tokbackend._guard.scan import scan
     from tokbackend.backends import BackendUnavailableError, backend_class
+    from tokbackend.equivalence.families import build_family
 
     tokenizer_json = build_family(family, vocabulary).backend_tokenizer.to_str()
     contexts = derive_contexts(tokenizer_json)
@@ -319,7 +319,7 @@ def main() -> None:
     if arguments.mode == "bound-child":
         print("RESULT " + json.dumps(_bound_child(*arguments.rest)))
         return
-    from equivalence.families import FAMILY_NAMES
+    from tokbackend.equivalence.families import FAMILY_NAMES
 
     if arguments.mode == "bound":
         result = run_bound()

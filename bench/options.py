@@ -69,8 +69,8 @@ LIBRARIES = ("transformers", "tokenizers", "fastokens", "gigatoken", "tokbackend
 
 def corpus() -> list[str]:
     """The boot probe's edge strings and prompt text of each kind, 300 to 125,000 characters."""
-    from equivalence.corpus import prompt_text
     from tokbackend._probe import EDGE_STRINGS
+    from tokbackend.equivalence.corpus import prompt_text
 
     prompts = [prompt_text(seed, chars, kind) for kind in ("code", "prose", "mixed") for seed, chars in ((1, 300), (2, 3_000))]
     return [*EDGE_STRINGS, *prompts, prompt_text(3, 30_000, "mixed"), prompt_text(4, 125_000, "mixed")]
@@ -147,7 +147,7 @@ def lane_checks(lane: str) -> dict:
         import fastokens
 
         fastokens.patch_transformers()  # before any tokenizer loads, as the servers call it
-    from equivalence.families import FAMILY_NAMES, family_dir
+    from tokbackend.equivalence.families import FAMILY_NAMES, family_dir
 
     texts = corpus()
     out: dict = {"models": {model: model_checks(tokenizer_for(lane, model), texts) for model in MODELS}, "families": {}}
@@ -217,7 +217,7 @@ def exactness(python: str) -> dict:
 
 
 def chat_messages(chars: int) -> list[dict]:
-    from equivalence.corpus import prompt_text
+    from tokbackend.equivalence.corpus import prompt_text
 
     return [
         {"role": "system", "content": "You are a helpful assistant."},

@@ -53,7 +53,7 @@ def main() -> None:
     import transformers
 
     import tokbackend
-    from equivalence.corpus import prompt_text
+    from tokbackend.equivalence.corpus import prompt_text
 
     hf = tokbackend.load_hf(arguments.model)
     fast = served.steady(tokbackend.accelerate(tokbackend.load_hf(arguments.model), arguments.backend))

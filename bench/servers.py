@@ -89,14 +89,14 @@ def median_row(runs: list[dict]) -> dict:
 
 
 def texts_32k(offset: int, count: int) -> list[str]:
-    from equivalence.corpus import prompt_text
+    from tokbackend.equivalence.corpus import prompt_text
 
     return [prompt_text(1_000 + offset + index, CHARS_32K, "mixed") for index in range(count)]
 
 
 def agent_conversation(turns: int) -> list[list[dict]]:
     """The message list of each turn of one growing agent conversation."""
-    from equivalence.corpus import prompt_text
+    from tokbackend.equivalence.corpus import prompt_text
 
     messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt_text(7, 4000, "prose")}]
     requests = []
@@ -145,7 +145,7 @@ def digest(ids) -> str:
 
 def model_dir() -> str:
     """The built-in Qwen3 tokenizer plus a tiny config (no weights: nothing runs the model)."""
-    from equivalence.server_models import tiny_qwen3_model
+    from tokbackend.equivalence.server_models import tiny_qwen3_model
 
     return str(tiny_qwen3_model(Path(tempfile.mkdtemp(prefix="servers-bench-")), MODEL, max_positions=131072))
 

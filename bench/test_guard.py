@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from bench import served, workloads
-from equivalence.corpus import prompt_text
+from tokbackend.equivalence.corpus import prompt_text
 
 _seed = iter(range(10_000_000, 20_000_000))
 

@@ -40,8 +40,8 @@ def main() -> None:
     from vllm.plugins import load_general_plugins
     from vllm.renderers import renderer_from_config
 
-    from equivalence.corpus import prompt_text
-    from equivalence.server_models import tiny_qwen3_model
+    from tokbackend.equivalence.corpus import prompt_text
+    from tokbackend.equivalence.server_models import tiny_qwen3_model
 
     load_general_plugins()
     directory = tiny_qwen3_model(Path(tempfile.mkdtemp()), "qwen3.6")

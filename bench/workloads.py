@@ -13,7 +13,7 @@ from typing import Any
 
 import tokbackend
 from bench import served
-from equivalence.corpus import prompt_of_tokens
+from tokbackend.equivalence.corpus import prompt_of_tokens
 
 MODEL = "qwen3.6"
 _seeds = itertools.count(10_000_000)

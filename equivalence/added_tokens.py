@@ -296,9 +296,10 @@ def accelerated_matches_hf(
     random sets of added tokens, each against HF on `texts_per_set` texts in every call form. A
     backend that cannot load the family is left out (nothing compared)."""
     import tokbackend
-    from equivalence.differential import answer_of
-    from equivalence.families import build_family
     from tokbackend import BackendUnavailableError
+
+    from .differential import answer_of
+    from .families import build_family
 
     rng = random.Random(f"{family}/{backend}/{seed}")
     run = AcceleratedRun()

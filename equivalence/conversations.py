@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable
 
 from hypothesis import strategies as st
 
-from equivalence.strategies import combining_marks, contractions, input_classes
+from .strategies import combining_marks, contractions, input_classes
 
 MESSAGE_END = "<|im_end|>\n"
 

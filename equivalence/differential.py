@@ -17,9 +17,10 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 from hypothesis.errors import Flaky
 
-from equivalence.strategies import EXAMPLES
 from tokbackend._probe import first_difference
 from tokbackend.backends._base import is_error
+
+from .strategies import EXAMPLES
 
 Encoder = Callable[[str], list[int]]
 
@@ -123,7 +124,7 @@ def find_mismatch(
 ) -> Mismatch | None:
     """Search `strategy` for an input the encoders disagree on; return it shrunk, or None.
 
-    The class's pinned counterexamples (`equivalence.strategies.EXAMPLES`) run first. Hypothesis
+    The class's pinned counterexamples (`tokbackend.equivalence.strategies.EXAMPLES`) run first. Hypothesis
     replays the minimal failing example last, so the mismatch kept is the shrunk one. A candidate
     with state (a segment cache, whose memo answers the second try of a text differently from the
     first) may not fail again on the replay, which Hypothesis reports as flaky: a mismatch seen

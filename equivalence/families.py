@@ -36,10 +36,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from equivalence.corpus import prompt_text
-from equivalence.vocabularies import LLAMA3_SPLIT, O200K_SPLIT
 from tokbackend._cache_dir import cache_dir
 from tokbackend._models.qwen import BUILTIN_MODELS, CHATML_TEMPLATE, NON_SPECIAL_ADDED_TOKENS, rank_file_path, write_tokenizer_dir
+
+from .corpus import prompt_text
+from .vocabularies import LLAMA3_SPLIT, O200K_SPLIT
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer, trainers
@@ -60,7 +61,7 @@ TRAINING_PROMPTS: dict[str, int] = {"real": 20, "small": 6}
 TRAINING_ALPHABET: dict[str, int] = {"real": 1000, "small": 200}
 
 # Split regexes, spelled exactly as in the tokenizer.json files named in each entry's source.
-# LLAMA3_SPLIT (Llama 3, GLM, OLMo, cl100k) and O200K_SPLIT (o200k) come from equivalence.vocabularies.
+# LLAMA3_SPLIT (Llama 3, GLM, OLMo, cl100k) and O200K_SPLIT (o200k) come from tokbackend.equivalence.vocabularies.
 QWEN_SPLIT = r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
 # Qwen's with marks in the letter runs and out of the punctuation runs.
 QWEN35_SPLIT = (

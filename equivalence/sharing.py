@@ -26,8 +26,8 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from equivalence.corpus import prompt_text
-from equivalence.differential import Raised, answer_of
+from .corpus import prompt_text
+from .differential import Raised, answer_of
 
 LONG = "The quick brown fox 毕老师 don't 12345 " * 400
 

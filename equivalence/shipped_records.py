@@ -1,7 +1,7 @@
 """Derive the guard records tokbackend ships: one per pipeline people serve, per backend, per
 set of library versions.
 
-Every pipeline of `equivalence.families` (the published normalizer and pre-tokenizer sections of
+Every pipeline of `tokbackend.equivalence.families` (the published normalizer and pre-tokenizer sections of
 Qwen2/2.5/3, Qwen3.5/3.6, Llama 3.x and GLM-4, DeepSeek-V3/R1/V4, Kimi-K2, gpt-oss, GPT-4o,
 cl100k, Phi-4, Mistral Tekken, MiniMax, GPT-2, ModernBERT, ...) and the built-in models are
 derived for every backend that loads them, with the versions installed in this environment, and
@@ -10,19 +10,20 @@ these versions added to it). A pipeline record depends on the pipeline only, so 
 small vocabulary serves. Run once in each environment the servers pin (tokenizers 0.22.2 with
 transformers 5.12.1, 0.23.2 with 5.19.0, 0.23.3 with the newest), from the repository root:
 
-    python -m equivalence.shipped_records
+    python -m tokbackend.equivalence.shipped_records
 """
 
 from __future__ import annotations
 
 import sys
 
-from equivalence.families import FAMILY_NAMES, PIPELINES, build_family
 from tokbackend._guard import guard_versions
 from tokbackend._guard.derive import derive_fast
 from tokbackend._guard.records import SHIPPED_RECORDS, record_key, write_record
 from tokbackend._routing.auto import candidates
 from tokbackend.backends import BackendUnavailableError, backend_class
+
+from .families import FAMILY_NAMES, PIPELINES, build_family
 
 
 def _sources() -> list[tuple[str, str, str]]:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
-from equivalence.corpus import KINDS, prompt_text
+from .corpus import KINDS, prompt_text
 
 PROFILES = {"dev": 30, "ci": 60, "thorough": 1000}
 for _name, _examples in PROFILES.items():

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-import equivalence
 import tokbackend
-from equivalence.corpus import prompt_text
+import tokbackend.equivalence
+from tokbackend.equivalence.corpus import prompt_text
 
 if os.environ.get("TOKBACKEND_TESTS_INSTALLED"):
     # .ci/tests: what is tested is the installed wheel, never this checkout

@@ -51,7 +51,7 @@ def unseen_pipeline(directory: Path):
     `PreTrainedTokenizerFast` of its tokenizer.json."""
     from transformers import PreTrainedTokenizerFast
 
-    from equivalence.server_models import own_pipeline_model
+    from tokbackend.equivalence.server_models import own_pipeline_model
 
     return PreTrainedTokenizerFast(tokenizer_file=str(own_pipeline_model(directory) / "tokenizer.json"))
 

@@ -12,9 +12,9 @@ from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis.errors import NoSuchExample
 
 import tokbackend
-from equivalence.added_tokens import accelerated_matches_hf, split_cases, split_matches_hf
-from equivalence.families import FAMILY_NAMES, build_family
 from tokbackend._added_tokens import AddedTokens
+from tokbackend.equivalence.added_tokens import accelerated_matches_hf, split_cases, split_matches_hf
+from tokbackend.equivalence.families import FAMILY_NAMES, build_family
 
 # The split alone: each example builds a character-level tokenizer (milliseconds).
 SPLIT_SETTINGS = settings(
@@ -81,7 +81,7 @@ def test_the_split_harness_finds_a_planted_defect(defect):
 
 @pytest.mark.parametrize("family", FAMILY_NAMES)
 def test_ids_with_random_added_tokens_are_hfs_on_every_backend(family):
-    """Random added tokens of every flag on the family's own (`equivalence.added_tokens`),
+    """Random added tokens of every flag on the family's own (`tokbackend.equivalence.added_tokens`),
     accelerated on gigatoken, fastokens and HF's own as backend, against HF in every call form:
     encode, `__call__`, a batch, arrays, a chat template."""
     started, served = time.perf_counter(), 0

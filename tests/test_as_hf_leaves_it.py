@@ -1,6 +1,6 @@
 """What HuggingFace leaves behind, as HuggingFace leaves it: the Rust tokenizer's per-call settings
 under threads and after any sequence of calls (and so `save_pretrained`'s tokenizer.json), and
-the once-per-object length warning (the checks are `equivalence.sharing`'s, which verify runs)."""
+the once-per-object length warning (the checks are `tokbackend.equivalence.sharing`'s, which verify runs)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import logging
 import pytest
 
 import tokbackend
-from equivalence.sharing import length_warnings, settings_left, settings_of, threads_with_truncation
 from tokbackend._tokenizer import reference_of
+from tokbackend.equivalence.sharing import length_warnings, settings_left, settings_of, threads_with_truncation
 
 # fastokens' guard hands `ſ` (U+017F) to HuggingFace: the internal call the fuzzer caught
 GUARDED = "a \u017f b"

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from conftest import LONG, MIXED_TEXTS, renewals_finished
 
-from equivalence.corpus import prompt_text
 from tokbackend.backends._fastokens import FastokensBackend
 from tokbackend.backends._gigatoken import GigatokenBackend
 from tokbackend.backends._renewal import RenewingBackend
+from tokbackend.equivalence.corpus import prompt_text
 
 HELPERS = Path(__file__).parent / "helpers"
 

@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 
 import tokbackend
-from equivalence.families import build_family, family_dir
 from tokbackend._cache_dir import cache_dir
 from tokbackend._guard import GuardSettings
 from tokbackend._guard.records import BAKED_RECORDS_ENV
 from tokbackend._models import builtin_name_of
 from tokbackend._routing import choices
+from tokbackend.equivalence.families import build_family, family_dir
 
 HELPERS = Path(__file__).parent / "helpers"
 LETTER_X = 0x323B0  # CJK Extension J (Unicode 17): a letter to gigatoken, unassigned to HF tokenizers

@@ -13,9 +13,9 @@ from conftest import fresh_qwen3
 from defects import serve_with_fingerprint
 
 import tokbackend
-from equivalence.changes import CHANGES, texts_for
 from tokbackend._guard import GuardSettings
 from tokbackend._tokenizer import reference_of
+from tokbackend.equivalence.changes import CHANGES, texts_for
 
 
 @pytest.fixture

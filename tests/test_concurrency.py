@@ -16,8 +16,8 @@ import pytest
 from conftest import MIXED_TEXTS, held_by_another_thread, renewals_finished
 
 import tokbackend
-from equivalence.corpus import prompt_text
 from tokbackend._tokenizer import AcceleratedTokenizerMixin, reference_of
+from tokbackend.equivalence.corpus import prompt_text
 
 # -- threads ----------------------------------------------------------------------------------
 

@@ -15,14 +15,14 @@ from conftest import fresh_qwen3
 from defects import DropsOnAsciiLetters, allocates_when_scanning, allocates_while_other_work_frees, slow_to_scan
 
 import tokbackend
-from equivalence.changes import CHANGES
-from equivalence.families import build_family
 from tokbackend import _cli as cli
 from tokbackend import _guard as guard_module
 from tokbackend._guard import GuardSettings, bound, derive, records
 from tokbackend._guard.bound import DerivationBudget, DerivationMeter, DerivationOverBudget
 from tokbackend._guard.records import find_record, model_fingerprint, pipeline_fingerprint, record_key, write_record
 from tokbackend.backends import backend_class
+from tokbackend.equivalence.changes import CHANGES
+from tokbackend.equivalence.families import build_family
 
 STABLE = list(range(0x4E00, 0x4E40)) + list(range(0x0400, 0x0440))  # old CJK and Cyrillic letters
 FAKE_VERSIONS = {"tokenizers": "9.9.9", "gigatoken": "9.9.9"}

@@ -9,10 +9,10 @@ import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
 
-from equivalence.decode_report import decode_cases, gigatoken_decode
-from equivalence.differential import compare, find_mismatch
-from equivalence.grammar import grammar_gate
-from equivalence.strategies import EXAMPLES, input_classes
+from tokbackend.equivalence.decode_report import decode_cases, gigatoken_decode
+from tokbackend.equivalence.differential import compare, find_mismatch
+from tokbackend.equivalence.grammar import grammar_gate
+from tokbackend.equivalence.strategies import EXAMPLES, input_classes
 
 CLASS_NAMES = sorted(input_classes([]))
 

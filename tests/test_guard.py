@@ -15,10 +15,6 @@ from defects import FirstThousandCharacters, OneTextWrongOnVai, serve_with_guard
 from hypothesis import settings
 
 import tokbackend
-from equivalence.corpus import prompt_text
-from equivalence.differential import find_mismatch
-from equivalence.strategies import EXAMPLES, input_classes
-from equivalence.vocabularies import vocabulary_dir
 from tokbackend import FastPathError
 from tokbackend import _guard as guard_module
 from tokbackend._guard import GuardSettings, UnicodeGuard, model_fingerprint
@@ -28,6 +24,10 @@ from tokbackend._guard.records import BAKED_RECORDS_ENV, find_record, pipeline_f
 from tokbackend._guard.scan import from_ranges, plane_code_points, scan
 from tokbackend.backends import backend_class
 from tokbackend.backends._hf import HFBackend
+from tokbackend.equivalence.corpus import prompt_text
+from tokbackend.equivalence.differential import find_mismatch
+from tokbackend.equivalence.strategies import EXAMPLES, input_classes
+from tokbackend.equivalence.vocabularies import vocabulary_dir
 
 HELPERS = Path(__file__).parent / "helpers"
 
@@ -216,7 +216,7 @@ def test_a_record_is_keyed_by_the_pipeline_not_the_vocabulary():
     added tokens keep the key, offsets-only fields too; another normalizer or regex does not."""
     import json
 
-    from equivalence.families import build_family
+    from tokbackend.equivalence.families import build_family
 
     real, small = (build_family("llama3", vocabulary).backend_tokenizer.to_str() for vocabulary in ("real", "small"))
     assert pipeline_fingerprint(real) == pipeline_fingerprint(small)
@@ -230,7 +230,7 @@ def test_a_record_is_keyed_by_the_pipeline_not_the_vocabulary():
 @pytest.mark.parametrize("version", SUPPORTED_VERSIONS)
 @pytest.mark.parametrize("backend", ["gigatoken", "fastokens"])
 def test_records_ship_for_the_pipelines_and_versions_users_run(backend, version, tmp_path):
-    from equivalence.families import build_family
+    from tokbackend.equivalence.families import build_family
 
     versions = {"tokenizers": version, backend: {"gigatoken": "0.10.0", "fastokens": "0.3.5"}[backend]}
     missing = [
@@ -248,8 +248,8 @@ def test_records_ship_for_the_pipelines_and_versions_users_run(backend, version,
 def test_the_same_vocabulary_built_another_way_finds_the_shipped_record(monkeypatch, tmp_path):
     """Qwen3 as its published tokenizer.json lays it out (other ByteLevel flags, other key
     order) is the built-in one's pipeline: no derivation."""
-    from equivalence.families import build_family
     from tokbackend._guard import derive
+    from tokbackend.equivalence.families import build_family
 
     monkeypatch.setattr(derive, "derive_fast", lambda *args, **kwargs: pytest.fail("derived although a record ships"))
     monkeypatch.setenv("TOKBACKEND_CACHE_DIR", str(tmp_path))
@@ -382,9 +382,9 @@ def test_a_fast_derivation_that_misses_a_class_is_caught(defect, backend, monkey
 def test_the_fast_derivation_equals_the_full_scan_on_every_pipeline(family):
     """The fast derivation against today's full two-oracle scan, with the real vocabulary and a
     small one: the same code points (the vocabulary decides nothing)."""
-    from equivalence.families import build_family
     from tokbackend._guard import guard_versions
     from tokbackend._guard.derive import derive_record
+    from tokbackend.equivalence.families import build_family
 
     for backend in sorted(LOADS):
         if family not in LOADS[backend]:
@@ -666,7 +666,7 @@ def test_a_damaged_guard_record_is_a_miss_named_then_written_anew(monkeypatch, t
     deleted the file)."""
     from transformers import PreTrainedTokenizerFast
 
-    from equivalence.server_models import own_pipeline_model
+    from tokbackend.equivalence.server_models import own_pipeline_model
 
     monkeypatch.setenv("TOKBACKEND_CACHE_DIR", str(tmp_path / "cache"))
     model = PreTrainedTokenizerFast(tokenizer_file=str(own_pipeline_model(tmp_path / "own-model") / "tokenizer.json"))

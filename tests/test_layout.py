@@ -187,8 +187,10 @@ def test_only_the_gates_import_the_harness_and_only_where_they_run_it():
 
 def test_a_runtime_import_of_the_harness_is_found(tmp_path):
     planted = tmp_path / "planted.py"
-    planted.write_text("import os\nfrom equivalence.corpus import prompt_text\n\ndef f():\n    import equivalence.grammar\n")
-    assert _imports_equivalence(planted) == [("equivalence.corpus", True), ("equivalence.grammar", False)]
+    planted.write_text(
+        "import os\nfrom tokbackend.equivalence.corpus import prompt_text\n\ndef f():\n    import tokbackend.equivalence.grammar\n"
+    )
+    assert _imports_equivalence(planted) == [("tokbackend.equivalence.corpus", True), ("tokbackend.equivalence.grammar", False)]
 
 
 # -- mechanisms: where threads and locks are made ---------------------------------------------

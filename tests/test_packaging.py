@@ -21,13 +21,13 @@ from pathlib import Path
 
 import pytest
 
-import equivalence
 import tokbackend
+import tokbackend.equivalence
 from tokbackend._package_data import MissingPackageDataError, package_path
 
 SOURCE_TREE = Path(__file__).resolve().parents[1]
 # the packages the wheel ships, as installed where the tests import them from
-INSTALLED = {"tokbackend": Path(tokbackend.__file__).parent, "equivalence": Path(equivalence.__file__).parent}
+INSTALLED = {"tokbackend": Path(tokbackend.__file__).parent, "equivalence": Path(tokbackend.equivalence.__file__).parent}
 
 
 @pytest.fixture(scope="session")

@@ -16,10 +16,10 @@ from hypothesis import settings
 from tokenizers import processors
 
 import tokbackend
-from equivalence.corpus import prompt_text
-from equivalence.differential import find_mismatch
 from tokbackend._policy import FallbackReason, fast_path_reason
 from tokbackend._tokenizer import AcceleratedTokenizerMixin
+from tokbackend.equivalence.corpus import prompt_text
+from tokbackend.equivalence.differential import find_mismatch
 
 TEXTS = [
     "Hello! 毕老师！1 + 1 = 2",
@@ -396,7 +396,7 @@ def test_every_call_gets_hfs_ids_or_hfs_exception(hf_tokenizer, fast_tokenizer):
     """Calls drawn from the values HF's own checks distinguish (non-bool flags, negative and huge
     lengths, strides past the length, strings where ints go, every text shape): the same result
     or the same exception class as HF, never ids where HF raises."""
-    from equivalence.arguments import calls, outcome
+    from tokbackend.equivalence.arguments import calls, outcome
 
     added = [str(token) for token in hf_tokenizer.added_tokens_decoder.values()]
     profile = settings(settings.get_profile("ci"), max_examples=400)
@@ -423,7 +423,7 @@ def test_every_call_gets_hfs_ids_or_hfs_exception(hf_tokenizer, fast_tokenizer):
     ids=["single", "batch", "no-mask", "truncation-that-fits", "tuple", "empty"],
 )
 def test_a_fast_result_offers_what_hfs_does(hf_tokenizer, fast_tokenizer, call):
-    from equivalence.surface import surface
+    from tokbackend.equivalence.surface import surface
 
     before = fast_counts(fast_tokenizer)[0]
     ours = call(fast_tokenizer)

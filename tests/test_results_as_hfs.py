@@ -13,7 +13,7 @@ from tokenizers import normalizers
 from transformers import BatchEncoding
 
 import tokbackend
-from equivalence.sharing import encodings_answers
+from tokbackend.equivalence.sharing import encodings_answers
 
 
 @pytest.fixture(scope="module")

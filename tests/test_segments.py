@@ -16,10 +16,10 @@ from defects import CutsAnywhere, OffByOne, ShortestFirst, memo_one_id_short, se
 from hypothesis import Phase, settings
 
 import tokbackend
-from equivalence.conversations import conversations, guarded_sample, turn_by_turn
-from equivalence.differential import find_mismatch
 from tokbackend._segments import DEFAULT_SEGMENT_CACHE_MIB
 from tokbackend._segments.cache import SegmentCache
+from tokbackend.equivalence.conversations import conversations, guarded_sample, turn_by_turn
+from tokbackend.equivalence.differential import find_mismatch
 
 
 def _added(tokenizer) -> list[str]:
@@ -441,7 +441,7 @@ def test_a_first_burst_sharing_a_system_prompt_stores_it_and_keeps_the_cache_in(
 def test_the_caches_premise_is_checked_per_pipeline(family, backend, used):
     """Where a piece between added tokens encodes otherwise than alone, the cache is off (and says
     why); where it does not, it is on; either way conversations encode as HF."""
-    from equivalence.families import build_family
+    from tokbackend.equivalence.families import build_family
 
     hf = build_family(family, "small")
     fast = tokbackend.accelerate(hf, backend, segment_cache_steps_aside=False)

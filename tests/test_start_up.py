@@ -14,13 +14,13 @@ import pytest
 from defects import finish_without_package_data
 
 import tokbackend
-from equivalence.families import build_family
 from tokbackend import _guard as guard_module
 from tokbackend._guard import GuardSettings, derive
 from tokbackend._guard.candidates import candidate_runs, run_around, sample
 from tokbackend._guard.derive import FULL_PLANES, _hf_encoder
 from tokbackend._guard.records import record_key
 from tokbackend.backends import backend_class
+from tokbackend.equivalence.families import build_family
 
 TEXTS = [
     "Ready? 毕老师说：naïve café, Привет, 🤖 1234",

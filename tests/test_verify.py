@@ -96,7 +96,7 @@ FAMILIES = ("mistral-metaspace", "llama2-legacy", "gemma3", "tekken", "deepseek-
 def test_verify_passes_on_other_tokenizer_families(family):
     """verify's property classes, arguments, results and conversations through `auto` on each
     family: HF's answer everywhere (exit 7: partial, the scan and grammar left out)."""
-    from equivalence.families import family_dir
+    from tokbackend.equivalence.families import family_dir
 
     lines: list[str] = []
     report = verify_model(
@@ -114,7 +114,7 @@ def test_verify_exits_1_on_a_family_whose_pieces_depend_on_their_position(monkey
     """The hold-out's class 1 as a planted defect: Metaspace with prepend_scheme="first" and the
     build-time check of the segment cache's premise turned off, so the cache encodes each piece
     after an added token as if it started the text. The conversations step must fail."""
-    from equivalence.families import family_dir
+    from tokbackend.equivalence.families import family_dir
 
     monkeypatch.setattr("tokbackend._segments.premise_fails", lambda splitter, hf_ids: None)
     directory = str(family_dir("mistral-metaspace", "small"))

@@ -18,8 +18,6 @@ import pytest
 from defects import rust_panic
 
 import tokbackend
-from equivalence.differential import Raised, answer_of, compare
-from equivalence.families import family_dir
 from tokbackend import _cli as cli
 from tokbackend import _verify as verify
 from tokbackend._verify import (
@@ -35,6 +33,8 @@ from tokbackend._verify import (
     verdict,
     verify_model,
 )
+from tokbackend.equivalence.differential import Raised, answer_of, compare
+from tokbackend.equivalence.families import family_dir
 
 VERDICT_LINE = re.compile(r"^result: .+ \(model .+, exit (\d+)\)$", re.MULTILINE)
 # Families beyond the built-in Qwen models (whose quick verify test_verify runs): Llama 3 (no pad
@@ -173,7 +173,7 @@ def test_a_rust_panic_is_an_answer_and_an_interrupt_is_not():
 
 def test_the_sharing_check_fails_where_ours_answers_a_call_hf_refuses():
     """Planted: the accelerated copy has a pad token HF's lacks, so it pads where HF raises."""
-    from equivalence.sharing import settings_left
+    from tokbackend.equivalence.sharing import settings_left
 
     hf = tokbackend.load_hf(str(family_dir("llama3", "small")))
     assert settings_left(copy.deepcopy(hf), tokbackend.accelerate(copy.deepcopy(hf)), "a b") is None
@@ -187,7 +187,7 @@ def test_warnings_of_verifys_own_calls_are_compared_not_printed():
     """transformers warns that `max_length` is ignored when padding=True without truncation: an
     answer of verify's call, collected (a full verify printed it), and a candidate that warns
     otherwise differs."""
-    from equivalence.arguments import Call, outcome
+    from tokbackend.equivalence.arguments import Call, outcome
 
     hf = tokbackend.load_hf(str(family_dir("llama3", "small")))
     hf.pad_token = hf.eos_token
@@ -212,7 +212,7 @@ def test_warnings_of_verifys_own_calls_are_compared_not_printed():
 def test_the_grammar_gate_fails_where_a_generation_differs_from_hfs():
     """On the small Llama 3 vocabulary xgrammar's own generations fail with HF's tokenizer too
     (reported apart); a planted decode that differs from HF's fails the gate."""
-    from equivalence.grammar import grammar_gate
+    from tokbackend.equivalence.grammar import grammar_gate
 
     hf = tokbackend.load_hf(str(family_dir("llama3", "small")))
     accelerated = tokbackend.accelerate(copy.deepcopy(hf))

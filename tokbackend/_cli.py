@@ -295,7 +295,7 @@ def derive_guard(model: str, backend_name: str, output: str | None, full: bool =
 def sglang_gate(arguments: argparse.Namespace) -> int:
     """`tokbackend sglang-gate`: the serving gate (`tokbackend.integrations._sglang_gate`)."""
     import tokbackend
-    from equivalence.corpus import prompt_of_tokens
+    from tokbackend.equivalence.corpus import prompt_of_tokens
     from tokbackend.integrations import _sglang_gate as gate
 
     hf = tokbackend.load_hf(arguments.model_path)

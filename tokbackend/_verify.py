@@ -426,11 +426,11 @@ def _scan(run: _Run) -> Outcome:
 
 
 def _properties(run: _Run) -> Outcome:
-    """Each input class of `equivalence.strategies`, ids in list and array form, against HF."""
+    """Each input class of `tokbackend.equivalence.strategies`, ids in list and array form, against HF."""
     from hypothesis import Phase, settings
 
-    from equivalence.differential import find_mismatch, in_every_form
-    from equivalence.strategies import input_classes
+    from tokbackend.equivalence.differential import find_mismatch, in_every_form
+    from tokbackend.equivalence.strategies import input_classes
 
     base = run.hypothesis_settings()
     classes = input_classes(run.added_tokens())
@@ -464,9 +464,9 @@ def _added_tokens(run: _Run) -> Outcome:
     call form (encode, `__call__`, a batch, arrays, a chat template), as HF's."""
     import random
 
-    from equivalence.added_tokens import call_forms, random_text
-    from equivalence.differential import answer_of
     from tokbackend._probe import side_by_side
+    from tokbackend.equivalence.added_tokens import call_forms, random_text
+    from tokbackend.equivalence.differential import answer_of
 
     tokens = sorted(run.added_tokens())
     if not tokens:
@@ -495,9 +495,9 @@ def _arguments(run: _Run) -> Outcome:
     mappings, pickling) on plain calls equal to HF's."""
     from hypothesis import settings
 
-    from equivalence.arguments import calls, outcome
-    from equivalence.differential import Mismatch, find_mismatch
-    from equivalence.surface import surface
+    from tokbackend.equivalence.arguments import calls, outcome
+    from tokbackend.equivalence.differential import Mismatch, find_mismatch
+    from tokbackend.equivalence.surface import surface
 
     hf, accelerated = run.hf, run.accelerated
     search: Callable[..., Mismatch | None] = find_mismatch  # its inputs are typed as texts; calls compare alike
@@ -535,8 +535,8 @@ def _changes(run: _Run) -> Outcome:
     normalizer, pre-tokenizer, post-processor replaced or changed in place), through the
     accelerated object and through the plain tokenizer sharing its state: every text of the
     change then encodes as HF."""
-    from equivalence.changes import CHANGES, texts_for
-    from equivalence.differential import answer_of
+    from tokbackend.equivalence.changes import CHANGES, texts_for
+    from tokbackend.equivalence.differential import answer_of
 
     template = run.accelerate(run.hf)
     answered = 0
@@ -596,11 +596,11 @@ def _kept_aside() -> Iterator[list[str]]:
 
 
 def _sharing(run: _Run) -> Outcome:
-    """What a tokenizer shares beyond ids (`equivalence.sharing`): truncating calls from four
+    """What a tokenizer shares beyond ids (`tokbackend.equivalence.sharing`): truncating calls from four
     threads beside guarded texts, the Rust settings and saved tokenizer.json after a sequence of
     calls, the length warning, and result objects after edits and changes; each on a fresh pair
     of an HF copy and an accelerated copy that share no Rust state."""
-    from equivalence.sharing import length_warnings, result_operations, settings_left, threads_with_truncation
+    from tokbackend.equivalence.sharing import length_warnings, result_operations, settings_left, threads_with_truncation
 
     # any guarded code point: the guard hands a text holding it to HF (an internal call)
     guard = run.accelerated.tokbackend.guard
@@ -626,8 +626,8 @@ def _segments(run: _Run) -> Outcome:
     """Conversations encoded turn by turn (each request extends the last, as an agent's do)
     through a tokenizer whose segment cache answers every call, against HF: each text as a list
     and then as an array (SGLang's text prompts), so the memo keeps and reads both forms."""
-    from equivalence.conversations import conversations, guarded_sample, turn_by_turn
-    from equivalence.differential import find_mismatch, in_every_form
+    from tokbackend.equivalence.conversations import conversations, guarded_sample, turn_by_turn
+    from tokbackend.equivalence.differential import find_mismatch, in_every_form
 
     cached = run.accelerate(run.hf, probe=False, segment_cache_steps_aside=False)
     cache_stats = cached.tokbackend.stats()["segment_cache"]
@@ -653,7 +653,7 @@ def _segments(run: _Run) -> Outcome:
 
 def _chat(run: _Run) -> Outcome:
     """Conversations rendered and encoded by the chat template, as HF's."""
-    from equivalence.differential import answer_of
+    from tokbackend.equivalence.differential import answer_of
 
     if not getattr(run.hf, "chat_template", None):
         return _result("info", "not applicable: the tokenizer has no chat template")
@@ -683,7 +683,7 @@ def _grammar(run: _Run) -> Outcome:
         import xgrammar  # noqa: F401
     except ImportError:
         return _result("skipped", "xgrammar is not installed (pip install 'tokbackend[verify]'); grammar gate NOT run")
-    from equivalence.grammar import grammar_gate
+    from tokbackend.equivalence.grammar import grammar_gate
 
     try:
         result = grammar_gate(run.accelerated, run.hf)
@@ -699,7 +699,7 @@ def _grammar(run: _Run) -> Outcome:
 
 def _speed(run: _Run) -> Outcome:
     """The median time of a 32k-token prompt, HF against accelerated (information only)."""
-    from equivalence.corpus import prompt_of_tokens
+    from tokbackend.equivalence.corpus import prompt_of_tokens
 
     counter = run.hf.backend_tokenizer
     prompts = [prompt_of_tokens(lambda text: len(counter.encode(text).ids), 424242 + index, 32000) for index in range(6)]

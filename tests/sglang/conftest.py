@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from equivalence.server_models import tiny_qwen3_model
+from tokbackend.equivalence.server_models import tiny_qwen3_model
 
 
 @pytest.fixture(scope="session")

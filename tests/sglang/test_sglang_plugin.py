@@ -248,7 +248,7 @@ def test_a_pipeline_no_record_covers_is_derived_and_final_through_sglang(plugins
     from sglang.srt.utils.hf_transformers.tokenizer import get_tokenizer
     from transformers import AutoTokenizer
 
-    from equivalence.server_models import own_pipeline_model
+    from tokbackend.equivalence.server_models import own_pipeline_model
 
     directory = own_pipeline_model(tmp_path / "own-model")
     monkeypatch.setenv("TOKBACKEND_CACHE_DIR", str(tmp_path / "fresh-cache"))
@@ -269,7 +269,7 @@ def test_a_failure_building_the_fast_path_stops_start_up(plugins_loaded, tmp_pat
     from defects import finish_without_package_data
     from sglang.srt.utils.hf_transformers.tokenizer import get_tokenizer
 
-    from equivalence.server_models import own_pipeline_model
+    from tokbackend.equivalence.server_models import own_pipeline_model
 
     directory = own_pipeline_model(tmp_path / "own-model")
     monkeypatch.setenv("TOKBACKEND_CACHE_DIR", str(tmp_path / "fresh-cache"))

@@ -12,7 +12,7 @@ from array import array
 import pytest
 
 import tokbackend._tokenizer
-from equivalence.corpus import prompt_text
+from tokbackend.equivalence.corpus import prompt_text
 
 GUARDED = "\u017f long s and ſ"  # a code point both backends' guards send to HuggingFace
 

@@ -17,7 +17,7 @@ os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
 
 import pytest  # noqa: E402
 
-from equivalence.server_models import tiny_qwen3_model  # noqa: E402
+from tokbackend.equivalence.server_models import tiny_qwen3_model  # noqa: E402
 
 MAX_MODEL_LEN = 4096
 

@@ -232,7 +232,7 @@ def test_a_pipeline_no_record_covers_is_derived_and_final_through_vllm(plugins_l
     from transformers import AutoTokenizer
     from vllm.tokenizers.registry import get_tokenizer
 
-    from equivalence.server_models import own_pipeline_model
+    from tokbackend.equivalence.server_models import own_pipeline_model
 
     directory = str(own_pipeline_model(tmp_path / "own-model"))
     monkeypatch.setenv("TOKBACKEND_CACHE_DIR", str(tmp_path / "fresh-cache"))
@@ -252,7 +252,7 @@ def test_a_failure_building_the_fast_path_stops_start_up(plugins_loaded, tmp_pat
     from defects import finish_without_package_data
     from vllm.tokenizers.registry import get_tokenizer
 
-    from equivalence.server_models import own_pipeline_model
+    from tokbackend.equivalence.server_models import own_pipeline_model
 
     directory = str(own_pipeline_model(tmp_path / "own-model"))
     monkeypatch.setenv("TOKBACKEND_CACHE_DIR", str(tmp_path / "fresh-cache"))

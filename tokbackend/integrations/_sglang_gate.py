@@ -87,9 +87,9 @@ def _schema() -> dict[str, Any]:
 
 def probes(count_tokens: Callable[[str], int], added_tokens: list[str], long_tokens: tuple[int, ...]) -> dict[str, str]:
     """Prompt name -> text: long prompts, added tokens inside text, edge strings, pinned inputs."""
-    from equivalence.corpus import prompt_of_tokens
-    from equivalence.strategies import EXAMPLES
     from tokbackend._probe import EDGE_STRINGS
+    from tokbackend.equivalence.corpus import prompt_of_tokens
+    from tokbackend.equivalence.strategies import EXAMPLES
 
     found = {f"long {tokens // 1000}k tokens": prompt_of_tokens(count_tokens, 7_000 + tokens, tokens) for tokens in long_tokens}
     tokens = added_tokens[:6] or ["<|x|>"]
