@@ -14,12 +14,18 @@ import tokbackend
 import tokbackend.equivalence
 from tokbackend.equivalence.corpus import prompt_text
 
+_CHECKOUT = Path(__file__).resolve().parents[1]
+_PACKAGE, _HARNESS = (Path(module.__file__).resolve().parent for module in (tokbackend, tokbackend.equivalence))
 if os.environ.get("TOKBACKEND_TESTS_INSTALLED"):
     # .ci/tests: what is tested is the installed wheel, never this checkout
-    for _package in (tokbackend, equivalence):
-        _where = Path(_package.__file__).resolve()
-        _tree = Path(__file__).resolve().parents[1] / _package.__name__
-        assert not _where.is_relative_to(_tree), f"{_package.__name__} imported from the source tree: {_where}"
+    assert not _PACKAGE.is_relative_to(_CHECKOUT), f"tokbackend imported from the source tree: {_PACKAGE}"
+    assert _HARNESS == _PACKAGE / "equivalence", f"tokbackend.equivalence is not the wheel's: {_HARNESS}"
+else:
+    # the harness of one checkout testing the package of another tests neither
+    assert _PACKAGE.parent == _HARNESS.parent, (
+        f"tokbackend from {_PACKAGE} but tokbackend.equivalence from {_HARNESS}: run with PYTHONPATH=<checkout>"
+        " or `pip install -e .` from it (CONTRIBUTING.md, 'Running a checkout')"
+    )
 
 BUILTIN_MODELS = ("qwen3.6", "qwen3")
 # Every exactness and split-surface test that takes `fast_tokenizer` runs on each backend.

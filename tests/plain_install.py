@@ -63,7 +63,7 @@ def main() -> None:
         if name in {"torch", "triton", "xgrammar", "hypothesis", "faker", "pytest"} or name.startswith(("nvidia-", "cuda-"))
     )
     check(not heavy, f"the plain install pulled no torch, CUDA or test tools (found: {heavy})")
-    check(installed_here("tokbackend") and installed_here("equivalence"), f"tokbackend imports from {SITE_PACKAGES}")
+    check(installed_here("tokbackend") and installed_here("tokbackend.equivalence"), f"tokbackend imports from {SITE_PACKAGES}")
 
     import tokbackend
 

