@@ -14,7 +14,7 @@ from defects import ArraysDropAfterDigits, DropsAfterDigits, FastButWrong
 from tokenizers import normalizers
 
 import tokbackend
-from tokbackend import FastPathError
+from tokbackend import FastPathError, backends
 from tokbackend._routing import auto
 from tokbackend.backends._gigatoken import GigatokenBackend
 from tokbackend.backends._hf import HFBackend
@@ -31,9 +31,9 @@ def fresh_auto_cache(monkeypatch, tmp_path):
 
 
 def test_registry_lists_builtins_and_refuses_duplicates():
-    assert {"hf", "gigatoken"} <= set(tokbackend.available_backends())
+    assert {"hf", "gigatoken"} <= set(backends.available_backends())
     with pytest.raises(ValueError, match="already registered"):
-        tokbackend.register_backend("gigatoken", GigatokenBackend)
+        backends.register_backend("gigatoken", GigatokenBackend)
     with pytest.raises(ValueError, match="registered backends: .*gigatoken"):
         tokbackend.accelerate(tokbackend.load_hf("qwen3"), backend="no-such-backend")
 
