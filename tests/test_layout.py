@@ -4,6 +4,13 @@ The layers, bottom first. A module may import from its own layer and the layers 
 from a layer above, and the imports form no circle. Every import counts: those made only for type
 checking and those inside functions too (a circle of them is still two modules that cannot be
 read, or changed, one without the other). Adding a module means naming its layer here.
+
+An entry is a module or a package of `tokbackend` (a package's modules are in its layer), or one
+module of a package where the package's own modules are layered (`_routing.auto` above
+`_routing.choices`): the entry naming the most of a module's path decides. A package's
+`__init__` is its own entry (`_routing`, the routing the rest reads, above `_routing.auto`,
+which it dispatches to): a module importing its package by name (`from tokbackend._routing import
+choices`) imports that `__init__`.
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "tokbackend"
 
 LAYERS = [
     # plain primitives: versions, paths, reading tokenizer.json, process utilities (fork safety,
-    # threads, exit, memory), the backends below the cut
+    # threads, exit, memory)
     [
         "_version",
         "_errors",
@@ -26,41 +33,48 @@ LAYERS = [
         "_added_tokens",
         "_process",
         "_models",
-        "backends",
         "_policy",
         "_stats",
         "_metrics",
         "_wording",
     ],
+    # the backends below the cut (run on the process utilities, which know no backend)
+    ["backends"],
     # what the backends are served with: the Unicode guard, the segment cache
     ["_guard", "_segments"],
-    # what accelerate() was asked for; which backend answers what (the only place that knows
-    # "auto": `_routing.names` is below the options, the rest reads them), the probe admitting it
-    ["_options", "_reference", "_probe", "_routing"],
+    # the names `backend=` and the server flags take (below the options, which check them)
+    ["_routing.names"],
+    # what accelerate() was asked for, the reference it is held to, the probe admitting a backend
+    ["_options", "_reference", "_probe"],
+    # which backend answers what (the only place that knows "auto"): a backend's lane, auto's
+    # remembered choices, auto's choosing, and the routing the build reads, which dispatches to them
+    ["_routing.lanes", "_routing.choices"],
+    ["_routing.auto"],
+    ["_routing"],
     # one build of the fast path and the state that serves with it
     ["_build", "_state"],
-    # the HuggingFace-facing class, and what is built on it (the exactness harness, tokbackend.equivalence
-    # from the repository's equivalence/ folder, among it: only the gates import it, test below)
-    [
-        "_watch",
-        "_shared_settings",
-        "_lazy_encodings",
-        "_tokenizer",
-        "_loading",
-        "integrations",
-        "_verify",
-        "_cli",
-        "equivalence",
-        "__init__",
-    ],
+    # the HuggingFace-facing class, and what is built on it
+    ["_watch", "_shared_settings", "_lazy_encodings", "_tokenizer", "_loading"],
+    # the exactness harness (tokbackend.equivalence, the repository's equivalence/ folder: only the
+    # gates import it, test below), then the gate that runs it
+    ["equivalence"],
+    ["_verify"],
+    # the server plugins (and the SGLang gate, which reads verify's exit codes), the CLI, the package
+    ["integrations"],
+    ["_cli"],
+    ["__init__"],
 ]
 
 
-def _layer_of(module: str) -> int:
-    top = module.split(".")[1] if module.count(".") else "__init__"
-    for index, names in enumerate(LAYERS):
-        if top in names:
-            return index
+def _layer_of(module: str, layers: list[list[str]] = LAYERS) -> int:
+    """The layer of the entry naming the most of `module`'s path (`tokbackend._routing.auto`:
+    `_routing.auto`, before `_routing`)."""
+    path = module.split(".")[1:] or ["__init__"]
+    for length in range(len(path), 0, -1):
+        entry = ".".join(path[:length])
+        for index, names in enumerate(layers):
+            if entry in names:
+                return index
     raise AssertionError(f"tokbackend module {module} is in no layer of tests/test_layout.py")
 
 
@@ -91,14 +105,47 @@ def _graph(package: Path = PACKAGE) -> dict[str, set[str]]:
     return {_module_name(path, package): _imports(path, package) for path in package.rglob("*.py")}
 
 
-def test_every_module_imports_only_from_its_layer_and_below():
-    upward = [
-        f"{module} (layer {_layer_of(module)}) imports {imported} (layer {_layer_of(imported)})"
-        for module, imports in sorted(_graph().items())
+def _upward(graph: dict[str, set[str]], layers: list[list[str]] = LAYERS) -> list[str]:
+    """Each import of `graph` that runs up a layer."""
+    root = next(iter(graph)).split(".")[0]
+    return [
+        f"{module} (layer {_layer_of(module, layers)}) imports {imported} (layer {_layer_of(imported, layers)})"
+        for module, imports in sorted(graph.items())
         for imported in sorted(imports)
-        if imported != "tokbackend" and _layer_of(imported) > _layer_of(module)
+        if imported != root and _layer_of(imported, layers) > _layer_of(module, layers)
     ]
+
+
+def test_every_module_imports_only_from_its_layer_and_below():
+    upward = _upward(_graph())
     assert not upward, "\n".join(upward)
+
+
+def test_an_import_up_a_layer_inside_a_package_is_found(tmp_path):
+    """Planted, one of each arrow issue 53 found: a primitive that imports what runs on it (the
+    preload importing the backends), a package's module importing the package that dispatches to
+    it (`auto` naming `_routing`), a gate importing the plugins that import it (`_verify` and
+    `integrations`)."""
+    package = tmp_path / "planted"
+    for folder in ("", "_process", "backends", "_routing", "integrations"):
+        (package / folder).mkdir(exist_ok=True)
+        (package / folder / "__init__.py").write_text("")
+    (package / "_process" / "preload.py").write_text("def run():\n    from planted.backends import names\n")
+    (package / "backends" / "names.py").write_text("import planted._process.preload\n")
+    (package / "_routing" / "__init__.py").write_text("def route():\n    from planted._routing.auto import choose\n")
+    (package / "_routing" / "choices.py").write_text("")
+    (package / "_routing" / "auto.py").write_text("from planted._routing import choices\ndef choose(): ...\n")
+    (package / "_verify.py").write_text("def verify():\n    from planted.integrations.common import flag\n")
+    (package / "integrations" / "common.py").write_text("flag = 1\n")
+    (package / "integrations" / "gate.py").write_text("from planted._verify import verify\n")
+    layers = [["_process"], ["backends"], ["_routing.choices"], ["_routing.auto"], ["_routing"], ["_verify"], ["integrations"]]
+    layers.append(["__init__"])
+    assert _upward(_graph(package), layers) == [
+        "planted._process.preload (layer 0) imports planted.backends (layer 1)",
+        "planted._process.preload (layer 0) imports planted.backends.names (layer 1)",
+        "planted._routing.auto (layer 3) imports planted._routing (layer 4)",
+        "planted._verify (layer 5) imports planted.integrations.common (layer 6)",
+    ]
 
 
 def test_nothing_below_the_hf_facing_class_imports_it():

@@ -260,7 +260,7 @@ def test_a_tokenizer_json_path_is_its_directory_and_another_file_is_said_to_be_o
 
 
 def test_verify_takes_a_server_flags_value_and_certifies_that_lane():
-    from tokbackend.integrations._common import flag_values
+    from tokbackend._routing.names import flag_values
 
     parser = cli.build_parser()
     for value in flag_values():

@@ -14,6 +14,7 @@ from types import MappingProxyType
 from tokbackend import __version__
 from tokbackend._guard.records import BAKED_RECORDS_ENV
 from tokbackend._options import DEFAULT_BACKEND
+from tokbackend._routing.names import DEFAULT_FLAG_VALUE, flag_values
 from tokbackend._verify import (
     EXIT_CODES,
     EXIT_GRAMMAR,
@@ -27,7 +28,6 @@ from tokbackend._verify import (
     verify_model,
 )
 from tokbackend._wording import counted
-from tokbackend.integrations._common import DEFAULT_FLAG_VALUE, flag_values
 
 # What each command cannot run without, all in the [verify] extra (the grammar gate's xgrammar is
 # checked in its step).

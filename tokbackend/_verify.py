@@ -281,7 +281,7 @@ def verify_model(
     guard_settings: the `GuardSettings` of every build verify makes (default: accelerate()'s).
     """
     from tokbackend._guard import GuardSettings
-    from tokbackend.integrations._common import backend_for_flag
+    from tokbackend._routing.names import backend_for_flag
 
     backend = backend_for_flag(backend) or backend
     guard_config = guard_settings if guard_settings is not None else GuardSettings()

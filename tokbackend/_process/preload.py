@@ -1,4 +1,5 @@
-"""The backends' libraries, imported on a background thread when `tokbackend.preload()` asks.
+"""What the first `accelerate()` would import, imported on a background thread when
+`tokbackend.preload()` asks (the package says what: this layer knows no backend).
 
 A library's first import (awkward's is long) need not wait for `accelerate()`: done while a server
 does other start-up work, it leaves the first build's time. `import tokbackend` starts nothing. Off
@@ -10,8 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import importlib
-import importlib.util
 import os
 from collections.abc import Callable
 
@@ -25,29 +24,19 @@ _FORK_WAIT_S = 5.0  # bounded: a fork from inside an import the thread waits for
 _thread: BackgroundThread[None] | None = None
 
 
-def start(then: Callable[[], None]) -> None:
-    """Import, on a thread of its own, the modules the built-in backends declare (`preloads`), then
-    run `then` (the package's own first-build imports); not a daemon, so an exit waits for it
-    rather than stopping it inside an extension module's initialization."""
+def start(imports: Callable[[], None]) -> None:
+    """Run `imports` (the package's first-build imports) on a thread of its own; not a daemon, so
+    an exit waits for it rather than stopping it inside an extension module's initialization."""
     global _thread
     if os.environ.get(PRELOAD_ENV, "1") == "0" or _thread is not None:
         return
     before_fork(functools.partial(wait, _FORK_WAIT_S))
-    _thread = BackgroundThread(lambda: _run(then), "tokbackend-preload")
+    _thread = BackgroundThread(lambda: _run(imports), "tokbackend-preload")
 
 
-def _run(then: Callable[[], None]) -> None:
-    from tokbackend.backends import BUILTIN_BACKENDS, backend_class
-
-    for name in BUILTIN_BACKENDS:
-        try:
-            for module in getattr(backend_class(name), "preloads", ()):
-                if importlib.util.find_spec(module) is not None:
-                    importlib.import_module(module)
-        except Exception:  # noqa: BLE001 - a library that fails to import fails again, loudly, where it is used
-            continue
+def _run(imports: Callable[[], None]) -> None:
     with contextlib.suppress(Exception):  # the same work is done, and fails loudly, where it is needed
-        then()
+        imports()
 
 
 def started() -> bool:

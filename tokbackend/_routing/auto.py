@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tokbackend._routing import choices
+import tokbackend._routing.choices as choices
 from tokbackend._routing.lanes import NoExactBackend, Routing, Shortfall, probed_lane
 from tokbackend.backends import available_backends, backend_class, versioned_libraries
 

@@ -16,7 +16,7 @@ import weakref
 from typing import TYPE_CHECKING
 
 from tokbackend._options import AccelerationOptions
-from tokbackend.backends import BARE_FLAG_BACKENDS
+from tokbackend._routing.names import DEFAULT_FLAG_VALUE, FLAG_PREFIX, backend_for_flag
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
@@ -24,28 +24,11 @@ if TYPE_CHECKING:
 logger = logging.getLogger("tokbackend")
 
 ALLOW_FALLBACK_ENV = "TOKBACKEND_ALLOW_HF_FALLBACK"
-FLAG_PREFIX = "tokbackend-"
-# The value a server flag defaults to in our own helpers (`accelerate_for_sglang`).
-DEFAULT_FLAG_VALUE = BARE_FLAG_BACKENDS[0]
 # Tokenizers this process accelerated for a server, newest last, held weakly: what a later load
 # of the same tokenizer shares its build with. Process-wide because the server's loads are
 # separate calls into its own code; a tuple replaced in one assignment, so a reader never sees it
 # half-changed (two loads finishing at once may keep one: a later load then builds, never wrongly).
 _built: tuple[weakref.ref[PreTrainedTokenizerBase], ...] = ()
-
-
-def flag_values() -> list[str]:
-    """Every value a server flag accepts for tokbackend: "gigatoken", "tokbackend-auto", ..."""
-    from tokbackend._routing import backend_choices
-
-    return [*BARE_FLAG_BACKENDS, *(FLAG_PREFIX + name for name in backend_choices())]
-
-
-def backend_for_flag(value: object) -> str | None:
-    """The tokbackend backend a flag value selects, or None when the value is not ours."""
-    if isinstance(value, str) and value in flag_values():
-        return value.removeprefix(FLAG_PREFIX)  # a bare value ("gigatoken") has no prefix to remove
-    return None
 
 
 def warn_if_rust_tokenizes(variable: str, flag_option: str, consequence: str) -> None:

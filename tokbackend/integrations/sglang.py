@@ -19,14 +19,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import tokbackend
+from tokbackend._routing.names import DEFAULT_FLAG_VALUE, backend_for_flag, flag_values
 from tokbackend._tokenizer import ids_as_arrays
-from tokbackend.integrations._common import (
-    DEFAULT_FLAG_VALUE,
-    accelerate_for_server,
-    backend_for_flag,
-    flag_values,
-    warn_if_rust_tokenizes,
-)
+from tokbackend.integrations._common import accelerate_for_server, warn_if_rust_tokenizes
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase

@@ -19,7 +19,8 @@ import os
 from typing import TYPE_CHECKING, Any
 
 import tokbackend
-from tokbackend.integrations._common import accelerate_for_server, flag_values, warn_if_rust_tokenizes
+from tokbackend._routing.names import flag_values
+from tokbackend.integrations._common import accelerate_for_server, warn_if_rust_tokenizes
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
