@@ -450,7 +450,7 @@ def readme_table(path: Path = README) -> str:
 
 
 def main() -> None:
-    sys.path.insert(0, str(ROOT))  # bench and equivalence import from the tree
+    sys.path.insert(0, str(ROOT))  # bench and tokbackend import from the tree (its harness: CONTRIBUTING, "Running a checkout")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)

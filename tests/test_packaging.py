@@ -179,3 +179,15 @@ def test_a_build_leaves_the_source_tree_as_it_found_it(tmp_path):
     assert completed.returncode == 0, completed.stdout[-2000:] + completed.stderr[-2000:]
     assert [path.name for path in tmp_path.glob("tokbackend-*.whl")]
     assert _build_outputs() == before
+
+
+def test_a_checkout_on_pythonpath_imports_its_own_harness(tmp_path):
+    """`PYTHONPATH=<checkout>` (CONTRIBUTING, "Running a checkout"): the checkout's sitecustomize.py
+    maps tokbackend.equivalence to its equivalence/ folder, whatever else the venv has installed."""
+    environment = {**os.environ, "PYTHONPATH": str(SOURCE_TREE), "PYTHONDONTWRITEBYTECODE": "1"}
+    code = "import tokbackend, tokbackend.equivalence.corpus as corpus; print(tokbackend.__file__); print(corpus.__file__)"
+    command = [sys.executable, "-c", code]
+    completed = subprocess.run(command, cwd=tmp_path, env=environment, capture_output=True, text=True, check=False)
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    package, harness = map(Path, completed.stdout.split())
+    assert (package, harness) == (SOURCE_TREE / "tokbackend" / "__init__.py", SOURCE_TREE / "equivalence" / "corpus.py")
