@@ -22,9 +22,16 @@ Every workload's row names the backend that served it and whether tokbackend's b
 (`backend`, `final`: True, False, or "mixed" when the measurement spans the swap; see
 bench/served.py): the rows other than first_seconds wait for the final build before the warm-up.
 
+SGLang's `floor` row is its manager with a tokenizer that answers every input of the workloads
+with ids it computed beforehand (`memorized`, as `array('q')`, the form the manager keeps): what
+the server itself costs around the tokenizer. Each cell gives its ratio to the floor.
+
 Each configuration runs in a process of its own (SGLang's fastokens option and VLLM_USE_FASTOKENS
 patch the whole process); the ids of every request are hashed and checked against plain
-HuggingFace, computed in the driver. Run in the venvs .ci/run builds (CONTRIBUTING "The SGLang and vLLM test venvs"):
+HuggingFace, computed in the driver. The configurations run interleaved: `--rounds` rounds (5),
+each a fresh process per configuration, in an order rotated every round; a row is the median
+of its rounds (every round's ms kept). Run in the venvs .ci/run builds (CONTRIBUTING "The SGLang
+and vLLM test venvs"):
 
   .venv-sglang/bin/python bench/servers.py sglang [--json bench/servers-sglang.json]
   .venv-vllm/bin/python bench/servers.py vllm [--json bench/servers-vllm.json]
@@ -35,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import copy
 import hashlib
 import json
 import os
@@ -44,6 +52,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from array import array
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -57,10 +66,11 @@ MODEL = "qwen3"
 CHARS_32K = 125_000  # ~32k tokens of the corpus's mixed text on Qwen3
 SYSTEM = "You are a coding agent. Use the tools to inspect and change the repository."
 # (mode name, environment): stock, the server's own fast option, tokbackend's modes
-SGLANG_MODES = {"huggingface": {}, "fastokens": {}, "gigatoken": {}, "tokbackend-auto": {}, "raw-fastokens": {}}
+SGLANG_MODES = {"huggingface": {}, "fastokens": {}, "gigatoken": {}, "tokbackend-auto": {}, "raw-fastokens": {}, "floor": {}}
 VLLM_MODES = {"hf": {}, "hf+VLLM_USE_FASTOKENS": {"VLLM_USE_FASTOKENS": "1"}, "gigatoken": {}, "tokbackend-auto": {}}
 STOCK = {"sglang": "huggingface", "vllm": "hf"}
 OPTION = {"sglang": "fastokens", "vllm": "hf+VLLM_USE_FASTOKENS"}
+FLOOR = {"sglang": "floor"}
 # what serves a mode whose tokenizer is not tokbackend's (those say it in their stats)
 NOT_TOKBACKEND = {
     "huggingface": "hf",
@@ -68,6 +78,7 @@ NOT_TOKBACKEND = {
     "fastokens": "fastokens (SGLang's option)",
     "hf+VLLM_USE_FASTOKENS": "fastokens (vLLM's option)",
     "raw-fastokens": "fastokens (raw)",
+    "floor": "memorized ids (floor)",
 }
 FIRST_SECONDS_OFFSET = 300  # texts_32k offset of the first_seconds inputs
 # texts_32k offsets of batch_40's batches, each of 40 unseen prompts: its row is their median (one
@@ -223,13 +234,50 @@ async def sglang_chat_request(chat, request):
     return tokenized
 
 
+def bench_texts(arguments) -> list[str]:
+    """Every text the workloads hand the tokenizer (the chat turns as the template renders them)."""
+    import tokbackend
+
+    hf = tokbackend.load_hf(MODEL)
+    texts = [*texts_32k(0, arguments.repeat), *texts_32k(100, 40), *texts_32k(900, 1)]
+    texts += [*texts_32k(FIRST_SECONDS_OFFSET, 40), *(text for batch in batches_of_40() for text in batch)]
+    texts += agent_texts(arguments.turns)
+    texts += [hf.apply_chat_template(messages, tokenize=False) for messages in agent_conversation(arguments.turns)]
+    return texts
+
+
+def memorized(tokenizer, texts: list[str]):
+    """A copy of `tokenizer` (HF's, as SGLang loaded it) that answers `texts` with the ids it
+    computed for them here, as `array('q')` (what SGLang's manager keeps: its copy is one block),
+    and any other text with a KeyError: the floor, a tokenizer that costs the server nothing."""
+    from transformers import BatchEncoding
+
+    assert tokenizer._tokenizer.num_special_tokens_to_add(False) == 0, "the floor memorizes one form of ids"
+    ids = {text: array("q", tokenizer(text)["input_ids"]) for text in dict.fromkeys(texts)}
+
+    class MemorizedIds(type(tokenizer)):
+        def __call__(self, text, *args, **kwargs):
+            if type(text) is str:
+                return BatchEncoding({"input_ids": ids[text]})
+            return BatchEncoding({"input_ids": [ids[each] for each in text]})
+
+        def encode(self, text, *args, **kwargs):
+            return ids[text]
+
+    floor = copy.copy(tokenizer)
+    floor.__class__ = MemorizedIds
+    return floor
+
+
 def sglang_one(mode: str, directory: str, arguments) -> dict:
     from sglang.srt.managers.io_struct import GenerateReqInput
 
     sglang_plugins()
     # made before the tokenizer loads: 40 unseen prompts take seconds, the final build would be in by then
     first_seconds = texts_32k(FIRST_SECONDS_OFFSET, 40) if "first_seconds" in arguments.workloads else None
-    manager = sglang_manager(mode, directory)
+    manager = sglang_manager("huggingface" if mode == "floor" else mode, directory)
+    if mode == "floor":
+        manager.tokenizer = memorized(manager.tokenizer, bench_texts(arguments))
 
     def request(text):
         return GenerateReqInput(text=text, sampling_params={"max_new_tokens": 1, "temperature": 0})
@@ -468,27 +516,60 @@ def vllm_one(mode: str, directory: str, arguments) -> dict:
 # -- driver ------------------------------------------------------------------------------------
 
 
+def run_one(server: str, mode: str, directory: str, arguments, reference: dict) -> dict:
+    """One configuration in a fresh process: its workloads, each ids compared with HF's."""
+    with tempfile.NamedTemporaryFile(suffix=".json") as output:
+        command = [sys.executable, __file__, "one", server, mode, directory, output.name]
+        command += ["--repeat", str(arguments.repeat), "--turns", str(arguments.turns), "--workloads", *arguments.workloads]
+        environment = (SGLANG_MODES if server == "sglang" else VLLM_MODES)[mode]
+        completed = subprocess.run(command, env={**os.environ, **environment}, check=False, timeout=3000)
+        if completed.returncode != 0:
+            return {"error": f"exit {completed.returncode}"}
+        measured = json.loads(Path(output.name).read_text())
+    for workload, expected in reference.items():
+        if "ids" in measured.get(workload, {}):
+            measured[workload]["ids_equal_hf"] = measured[workload].pop("ids") == expected
+    return measured
+
+
+def over_rounds(rounds: list[dict]) -> dict:
+    """One configuration's rounds as one: each workload's median ms (and every round's), its ids
+    equal to HF's in every round, what served it in every round (`served.spanning`)."""
+    failed = [measured["error"] for measured in rounds if "error" in measured]
+    if failed:
+        return {"error": failed[0], "rounds_failed": len(failed)}
+    out = {key: value for key, value in rounds[-1].items() if key not in WORKLOADS}
+    out |= served.spanning(rounds)
+    for workload in WORKLOADS:
+        measured = [each[workload] for each in rounds if workload in each]
+        if not measured:
+            continue
+        errors = [each["error"] for each in measured if "error" in each]
+        if errors:
+            out[workload] = {"error": errors[0]}
+            continue
+        row = {key: statistics.median(each[key] for each in measured) for key in measured[0] if key.endswith("ms")}
+        row["rounds_ms"] = [each["ms"] for each in measured]
+        if all("ids_equal_hf" in each for each in measured):
+            row["ids_equal_hf"] = all(each["ids_equal_hf"] for each in measured)
+        out[workload] = row | served.spanning(measured)
+    return out
+
+
 def drive(server: str, arguments) -> None:
-    modes = SGLANG_MODES if server == "sglang" else VLLM_MODES
+    modes = [
+        mode for mode in (SGLANG_MODES if server == "sglang" else VLLM_MODES) if not arguments.modes or mode in arguments.modes
+    ]
     reference = reference_ids(server, arguments)
     directory = model_dir()
-    result = {"server": server, "version": None, "cpu_count": os.cpu_count(), "modes": {}}
-    for mode, environment in modes.items():
-        if arguments.modes and mode not in arguments.modes:
-            continue
-        with tempfile.NamedTemporaryFile(suffix=".json") as output:
-            command = [sys.executable, __file__, "one", server, mode, directory, output.name]
-            command += ["--repeat", str(arguments.repeat), "--turns", str(arguments.turns), "--workloads", *arguments.workloads]
-            completed = subprocess.run(command, env={**os.environ, **environment}, check=False, timeout=3000)
-            if completed.returncode != 0:
-                result["modes"][mode] = {"error": f"exit {completed.returncode}"}
-                continue
-            measured = json.loads(Path(output.name).read_text())
-        for workload, expected in reference.items():
-            if "ids" in measured.get(workload, {}):
-                measured[workload]["ids_equal_hf"] = measured[workload].pop("ids") == expected
-        result["modes"][mode] = measured
-        print(mode, json.dumps({key: value for key, value in measured.items()}, default=str), flush=True)
+    result = {"server": server, "version": None, "cpu_count": os.cpu_count(), "rounds": arguments.rounds, "modes": {}}
+    rounds: dict[str, list[dict]] = {mode: [] for mode in modes}
+    for round_index in range(arguments.rounds):
+        # interleaved: each round runs every configuration, starting one further along
+        for mode in modes[round_index % len(modes) :] + modes[: round_index % len(modes)]:
+            rounds[mode].append(run_one(server, mode, directory, arguments, reference))
+            print(round_index, mode, json.dumps(rounds[mode][-1], default=str), flush=True)
+    result["modes"] = {mode: over_rounds(rounds[mode]) for mode in modes}
     result["version"] = __import__(server).__version__
     shutil.rmtree(directory, ignore_errors=True)
     if arguments.json:
@@ -511,13 +592,18 @@ WORKLOADS = ("request_32k", "burst_40", "batch_40", "agent_chat", "agent_text", 
 
 def table(results: list[dict]) -> str:
     """Markdown: ms per workload and mode, each with its ratio to stock and to the server's own
-    fast option, both measured in the same run; and whether every id equals plain HF's."""
+    fast option, and its time over the floor's (SGLang), all measured in the same run; and
+    whether every id equals plain HuggingFace's."""
     lines = []
     for result in results:
         server = result["server"]
         modes = result["modes"]
+        floor_name = FLOOR.get(server)
+        over_floor = f"; x the {floor_name}'s time" if floor_name in modes else ""
+        rounds = f", medians of {result['rounds']} interleaved rounds" if result.get("rounds") else ""
         lines.append(
-            f"\n{server} {result['version']}, {result['cpu_count']} cores: ms (x faster than stock / than {OPTION[server]})\n"
+            f"\n{server} {result['version']}, {result['cpu_count']} cores{rounds}: "
+            f"ms (x faster than stock / than {OPTION[server]}{over_floor})\n"
         )
         lines.append("| workload | " + " | ".join(modes) + " |")
         lines.append("|---|" + "---:|" * len(modes))
@@ -526,6 +612,7 @@ def table(results: list[dict]) -> str:
                 continue
             cells = []
             stock, option = (modes.get(name, {}).get(workload, {}).get("ms") for name in (STOCK[server], OPTION[server]))
+            floor = modes.get(floor_name, {}).get(workload, {}).get("ms") if floor_name else None
             for measured in modes.values():
                 outcome = measured.get(workload, {"error": measured["error"]} if "error" in measured else None)
                 if outcome is None:
@@ -536,6 +623,8 @@ def table(results: list[dict]) -> str:
                     continue
                 ms = outcome["ms"]
                 ratios = " / ".join(f"{other / ms:.2f}x" if other else "-" for other in (stock, option))
+                if floor:
+                    ratios += f"; {ms / floor:.2f}x floor"
                 exact = "" if outcome.get("ids_equal_hf") else " **ids differ**"
                 # the backend where it is not the mode's steady one (a tree before 0.2.0 could swap mid-row)
                 steady = served.label(measured) if "backend" in measured else None
@@ -578,6 +667,7 @@ def main() -> None:
         run_parser = sub.add_parser(server)
         run_parser.add_argument("--modes", nargs="*")
         run_parser.add_argument("--json", default=str(Path(__file__).resolve().parent / f"servers-{server}.json"))
+        run_parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds; a row is their median")
     one_parser = sub.add_parser("one")
     one_parser.add_argument("server")
     one_parser.add_argument("mode")
