@@ -235,14 +235,19 @@ async def sglang_chat_request(chat, request):
 
 
 def bench_texts(arguments) -> list[str]:
-    """Every text the workloads hand the tokenizer (the chat turns as the template renders them)."""
+    """Every text the workloads run hand the tokenizer (the chat turns as the template renders them)."""
     import tokbackend
 
     hf = tokbackend.load_hf(MODEL)
-    texts = [*texts_32k(0, arguments.repeat), *texts_32k(100, 40), *texts_32k(900, 1)]
-    texts += [*texts_32k(FIRST_SECONDS_OFFSET, 40), *(text for batch in batches_of_40() for text in batch)]
-    texts += agent_texts(arguments.turns)
-    texts += [hf.apply_chat_template(messages, tokenize=False) for messages in agent_conversation(arguments.turns)]
+    wanted = arguments.workloads
+    texts = texts_32k(900, 1)  # the warm-up
+    texts += texts_32k(0, arguments.repeat) if "request_32k" in wanted else []
+    texts += texts_32k(100, 40) if "burst_40" in wanted else []
+    texts += texts_32k(FIRST_SECONDS_OFFSET, 40) if "first_seconds" in wanted else []
+    texts += [text for batch in batches_of_40() for text in batch] if "batch_40" in wanted else []
+    texts += agent_texts(arguments.turns) if "agent_text" in wanted else []
+    if "agent_chat" in wanted:
+        texts += [hf.apply_chat_template(messages, tokenize=False) for messages in agent_conversation(arguments.turns)]
     return texts
 
 
