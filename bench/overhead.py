@@ -7,7 +7,11 @@ same run. Each version needs its own venv (tokenizers and transformers as the se
   PYTHONPATH=. /tmp/v/bin/python bench/overhead.py [--backend gigatoken] [--json bench/overhead.json]  # the default
 
 The short text repeats (every call checks for changes to the tokenizer: that check is what is
-measured); the long ones are distinct prompts, so no cache answers them. `--json` appends one
+measured); the long ones are distinct prompts, so no cache answers them. `over_raw`: each of
+`--texts` more distinct long prompts (`--texts`, 24) through the backend that serves, called
+directly, and through `accelerate()`, the two calls on the same text one after the other (which
+goes first alternates: the second may meet the text in the backend's own caches), as lists and
+as arrays (`ids_as_arrays`, what SGLang asks for); the median of the per-text ratios. `--json` appends one
 row per run to the file (one run per library version), with the backend that served it and
 whether the build was final (it waits for the final build: bench/served.py).
 """
@@ -42,11 +46,44 @@ def per_call(encode, texts: list[str], rounds: int) -> float:
     return statistics.median(samples)
 
 
+def over_raw(fast, texts: list[str]) -> dict:
+    """Per-text `accelerate()` time over the serving backend's own call, lists and arrays
+    (median ratios, and the median ms of each), the two calls interleaved (see the docstring)."""
+    import tokbackend
+
+    backend = fast.tokbackend.backend
+
+    def arrays(text: str):
+        with tokbackend.ids_as_arrays():
+            return fast.encode(text)
+
+    pairs = {"lists": (backend.encode, fast.encode), "arrays": (backend.encode_array, arrays)}
+    out: dict = {}
+    for form, (raw, accelerated) in pairs.items():
+        for call in (raw, accelerated):
+            call("warm-up " * 100)
+        ratios, times = [], {"raw": [], "accelerate": []}
+        for index, text in enumerate(texts):
+            timed = {}
+            for name, call in (("raw", raw), ("accelerate", accelerated))[:: 1 if index % 2 == 0 else -1]:
+                started = time.perf_counter()
+                call(text)
+                timed[name] = time.perf_counter() - started
+                times[name].append(timed[name])
+            ratios.append(timed["accelerate"] / timed["raw"])
+        out[form] = {
+            "ratio": round(statistics.median(ratios), 3),
+            **{f"{name}_ms": round(statistics.median(each) * 1e3, 2) for name, each in times.items()},
+        }
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="qwen3")
     parser.add_argument("--backend", default="auto")
     parser.add_argument("--json", type=Path, default=Path(__file__).resolve().parent / "overhead.json")
+    parser.add_argument("--texts", type=int, default=24, help="distinct long prompts for over_raw")
     arguments = parser.parse_args()
 
     import tokenizers
@@ -68,6 +105,9 @@ def main() -> None:
     short = {"hf": per_call(hf.encode, [SHORT] * 2000, 5), "tokbackend": per_call(fast.encode, [SHORT] * 2000, 5)}
     long = {"hf": per_call(hf.encode, long_hf, 1), "tokbackend": per_call(fast.encode, long_ours, 1)}
     assert fast.tokbackend.stats()["fast_texts"] - fast_before >= 10000 + len(long_ours), "the fast path did not answer"
+    fast_before = fast.tokbackend.stats()["fast_texts"]
+    raw = over_raw(fast, [prompt_text(seed, 125_000, "mixed") for seed in range(100, 100 + arguments.texts)])
+    assert fast.tokbackend.stats()["fast_texts"] - fast_before >= 2 * arguments.texts, "the fast path did not answer"
     row = {
         "date": datetime.date.today().isoformat(),
         "tokenizers": tokenizers.__version__,
@@ -79,12 +119,14 @@ def main() -> None:
         "long_tokens": len(hf.encode(long_hf[0])),
         "long_ms": {name: round(seconds * 1e3, 2) for name, seconds in long.items()},
         "long_speedup": round(long["hf"] / long["tokbackend"], 1),
+        "over_raw": raw,
     }
     print(
         f"tokenizers {row['tokenizers']} transformers {row['transformers']} ({served.label(row)}): "
         f"short {row['short_us']['hf']} us HF, {row['short_us']['tokbackend']} us tokbackend "
         f"({row['short_ratio_tokbackend_over_hf']}x HF's time); {row['long_tokens']}-token prompt "
-        f"{row['long_ms']['hf']} ms HF, {row['long_ms']['tokbackend']} ms tokbackend ({row['long_speedup']}x faster)"
+        f"{row['long_ms']['hf']} ms HF, {row['long_ms']['tokbackend']} ms tokbackend ({row['long_speedup']}x faster); "
+        f"accelerate() over the backend's own call: {raw['lists']['ratio']}x lists, {raw['arrays']['ratio']}x arrays"
     )
     if arguments.json:
         rows = json.loads(arguments.json.read_text()) if arguments.json.exists() else []
