@@ -30,7 +30,8 @@ Each configuration runs in a process of its own (SGLang's fastokens option and V
 patch the whole process); the ids of every request are hashed and checked against plain
 HuggingFace, computed in the driver. The configurations run interleaved: `--rounds` rounds (5),
 each a fresh process per configuration, in an order rotated every round; a row is the median
-of its rounds (every round's ms kept). Run in the venvs .ci/run builds (CONTRIBUTING "The SGLang
+of its rounds (every round's ms kept), and a ratio between two rows the median of their ratios
+round by round. Run in the venvs .ci/run builds (CONTRIBUTING "The SGLang
 and vLLM test venvs"):
 
   .venv-sglang/bin/python bench/servers.py sglang [--json bench/servers-sglang.json]
@@ -595,6 +596,15 @@ def one(server: str, mode: str, directory: str, output: str, arguments) -> None:
 WORKLOADS = ("request_32k", "burst_40", "batch_40", "agent_chat", "agent_text", "first_seconds")
 
 
+def ratio(row: dict, other: dict) -> float:
+    """`row`'s time over `other`'s: the median of their ratios round by round where both hold the
+    same rounds (each round ran every configuration one after the other), else of their medians."""
+    rounds, others = row.get("rounds_ms"), other.get("rounds_ms")
+    if rounds and others and len(rounds) == len(others):
+        return statistics.median(mine / theirs for mine, theirs in zip(rounds, others))
+    return row["ms"] / other["ms"]
+
+
 def table(results: list[dict]) -> str:
     """Markdown: ms per workload and mode, each with its ratio to stock and to the server's own
     fast option, and its time over the floor's (SGLang), all measured in the same run; and
@@ -616,8 +626,8 @@ def table(results: list[dict]) -> str:
             if not any("ms" in measured.get(workload, {}) for measured in modes.values()):
                 continue
             cells = []
-            stock, option = (modes.get(name, {}).get(workload, {}).get("ms") for name in (STOCK[server], OPTION[server]))
-            floor = modes.get(floor_name, {}).get(workload, {}).get("ms") if floor_name else None
+            stock, option = (modes.get(name, {}).get(workload, {}) for name in (STOCK[server], OPTION[server]))
+            floor = modes.get(floor_name, {}).get(workload, {}) if floor_name else {}
             for measured in modes.values():
                 outcome = measured.get(workload, {"error": measured["error"]} if "error" in measured else None)
                 if outcome is None:
@@ -627,9 +637,9 @@ def table(results: list[dict]) -> str:
                     cells.append(f"fails: {outcome['error'].split(':')[0]}")
                     continue
                 ms = outcome["ms"]
-                ratios = " / ".join(f"{other / ms:.2f}x" if other else "-" for other in (stock, option))
-                if floor:
-                    ratios += f"; {ms / floor:.2f}x floor"
+                ratios = " / ".join(f"{ratio(other, outcome):.2f}x" if "ms" in other else "-" for other in (stock, option))
+                if "ms" in floor:
+                    ratios += f"; {ratio(outcome, floor):.2f}x floor"
                 exact = "" if outcome.get("ids_equal_hf") else " **ids differ**"
                 # the backend where it is not the mode's steady one (a tree before 0.2.0 could swap mid-row)
                 steady = served.label(measured) if "backend" in measured else None
