@@ -242,6 +242,12 @@ def finish_without_package_data(monkeypatch) -> None:
     monkeypatch.setattr(derive, "derive_fast", derive_fast)
 
 
+def eager_build_in_every_process(monkeypatch, plugin) -> None:
+    """The server `plugin` (`tokbackend.integrations.sglang` or `.vllm`) builds the fast path in
+    every process that loads a tokenizer, as it did before: its scheduler-like components too."""
+    monkeypatch.setattr(plugin, "PROMPT_FREE_MODULES", ())
+
+
 # -- guards --------------------------------------------------------------------------------
 
 

@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 from importlib.metadata import entry_points
+from types import SimpleNamespace
 
 import pytest
 
@@ -60,8 +61,8 @@ def test_tokbackend_fastokens_serves_through_get_tokenizer(model_dir, plugins_lo
 
 
 def test_a_second_get_tokenizer_in_one_process_shares_the_first_build(model_dir, plugins_loaded, hf_reference):
-    """SGLang's scheduler calls get_tokenizer for itself and for its model worker: the second
-    serves with the first one's build (no second backend load on the way to /health)."""
+    """A process that loads the tokenizer twice (a tokenizer manager's tokenizer and processor):
+    the second serves with the first one's build (no second backend load on the way to /health)."""
     from sglang.srt.utils.hf_transformers.tokenizer import get_tokenizer
 
     first = get_tokenizer(model_dir, tokenizer_backend="tokbackend-fastokens")
@@ -114,13 +115,52 @@ def test_grammar_backends_build_as_with_plain_hf(tokenizer_manager):
     assert guidance.llguidance_tokenizer is not None
 
 
+def _scheduler_loads_a_tokenizer(server_args):
+    """What SGLang's scheduler does before its weights load: `Scheduler.init_tokenizer`, SGLang's
+    own code, on a scheduler with only the attributes it reads."""
+    from sglang.srt.managers.scheduler import Scheduler
+
+    scheduler = SimpleNamespace(
+        server_args=server_args,
+        model_config=SimpleNamespace(is_generation=True, is_multimodal=False),
+        skip_tokenizer_init=False,
+    )
+    Scheduler.init_tokenizer(scheduler)
+    return scheduler.tokenizer
+
+
+def _check_the_scheduler_builds_nothing(server_args, hf_reference):
+    tokenizer = _scheduler_loads_a_tokenizer(server_args)
+    # HuggingFace's own tokenizer: no build at start-up, none later on the scheduler's thread
+    assert not isinstance(tokenizer, AcceleratedTokenizerMixin), tokenizer.tokbackend.describe()
+    assert not hasattr(tokenizer, "tokbackend")
+    long_text = "".join(TEXTS) * 200
+    for text in [*TEXTS, long_text, "</think>"]:
+        assert tokenizer.encode(text, add_special_tokens=False) == hf_reference.encode(text, add_special_tokens=False)
+
+
+def test_the_scheduler_keeps_huggingface_and_builds_nothing(server_args, hf_reference):
+    """The scheduler encodes no prompts (the tokenizer manager sends ids): with the flag it loads
+    what stock loads, and its few encodes are HuggingFace's."""
+    _check_the_scheduler_builds_nothing(server_args, hf_reference)
+
+
+def test_the_scheduler_check_fails_where_every_process_builds(server_args, hf_reference, monkeypatch):
+    from defects import eager_build_in_every_process
+
+    eager_build_in_every_process(monkeypatch, plugin)
+    with pytest.raises(AssertionError):
+        _check_the_scheduler_builds_nothing(server_args, hf_reference)
+
+
 def test_detokenizer_decodes_through_hf(server_args, port_args, hf_reference):
     from sglang.srt.managers.detokenizer_manager import DetokenizerManager
 
     detokenizer = DetokenizerManager(server_args, port_args)
     tokenizer = detokenizer.tokenizer
-    assert isinstance(tokenizer, AcceleratedTokenizerMixin)
-    assert type(tokenizer).decode is type(hf_reference).decode  # decode is HuggingFace's own
+    # it decodes only: HuggingFace's own tokenizer, no build
+    assert not isinstance(tokenizer, AcceleratedTokenizerMixin)
+    assert type(tokenizer) is type(hf_reference)
     ids = hf_reference.encode(TEXTS[1] + TEXTS[2])
     assert tokenizer.decode(ids) == hf_reference.decode(ids)
     assert tokenizer.batch_decode([ids[:3], ids], skip_special_tokens=True) == hf_reference.batch_decode(
@@ -129,8 +169,8 @@ def test_detokenizer_decodes_through_hf(server_args, port_args, hf_reference):
 
 
 def _child_loads_plugins_and_encodes(model_dir, queue):
-    # What SGLang's scheduler and detokenizer processes do at start: load_plugins(), then
-    # build their tokenizer with the backend from the server arguments.
+    # What a process SGLang spawns does at start: load_plugins(), then build its tokenizer with
+    # the backend from the server arguments (a multi-tokenizer worker's tokenizer manager).
     from sglang.srt.plugins import load_plugins
 
     load_plugins()

@@ -170,15 +170,48 @@ def test_the_thread_pool_keeps_the_acceleration_and_shares_one_backend(renderer)
     assert all(copy.tokbackend.counters is tokenizer.tokbackend.counters for copy in copies)
 
 
-def test_structured_output_builds_grammars_from_the_engine_cores_tokenizer(model_dir, plugins_loaded):
+def _engine_core_loads_a_tokenizer(model_dir):
+    """What vLLM's engine core process does at start: its structured-output manager loads the
+    tokenizer (vLLM's own code; the cache of loads emptied, as in a fresh engine-core process)."""
+    from vllm.tokenizers.registry import cached_get_tokenizer
     from vllm.v1.structured_output import StructuredOutputManager
+
+    config = vllm_config(model_dir, "gigatoken")
+    cached_get_tokenizer.cache_clear()
+    return config, StructuredOutputManager(config).tokenizer
+
+
+def _check_the_engine_core_builds_nothing(model_dir, hf_reference):
+    tokenizer = _engine_core_loads_a_tokenizer(model_dir)[1]
+    # HuggingFace's own tokenizer: no build at start-up, none later on the engine core's thread
+    assert not isinstance(tokenizer, AcceleratedTokenizerMixin), tokenizer.tokbackend.describe()
+    long_text = "".join(TEXTS) * 200
+    for text in [*TEXTS, long_text]:
+        assert tokenizer.encode(text, add_special_tokens=False) == hf_reference.encode(text, add_special_tokens=False)
+
+
+def test_the_engine_core_keeps_huggingface_and_builds_nothing(model_dir, plugins_loaded, hf_reference):
+    """The engine core encodes no prompts (the API process sends ids): with the mode it loads what
+    stock loads, and its few encodes are HuggingFace's."""
+    _check_the_engine_core_builds_nothing(model_dir, hf_reference)
+
+
+def test_the_engine_core_check_fails_where_every_process_builds(model_dir, plugins_loaded, hf_reference, monkeypatch):
+    from defects import eager_build_in_every_process
+
+    from tokbackend.integrations import vllm as plugin
+
+    eager_build_in_every_process(monkeypatch, plugin)
+    with pytest.raises(AssertionError):
+        _check_the_engine_core_builds_nothing(model_dir, hf_reference)
+
+
+def test_structured_output_builds_grammars_from_the_engine_cores_tokenizer(model_dir, plugins_loaded):
     from vllm.v1.structured_output.backend_guidance import GuidanceBackend
     from vllm.v1.structured_output.backend_types import StructuredOutputOptions
     from vllm.v1.structured_output.backend_xgrammar import XgrammarBackend
 
-    config = vllm_config(model_dir, "gigatoken")
-    tokenizer = StructuredOutputManager(config).tokenizer
-    assert isinstance(tokenizer, AcceleratedTokenizerMixin)
+    config, tokenizer = _engine_core_loads_a_tokenizer(model_dir)
     assert GuidanceBackend.is_tokenizer_supported(tokenizer)
     schema = {
         "type": "object",

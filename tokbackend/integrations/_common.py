@@ -1,18 +1,22 @@
 """The start-up contract every server integration shares (SGLang, vLLM): the flag values
 ("gigatoken", "tokbackend-NAME"; the prefix keeps them apart from the servers' own "fastokens",
 fastokens' process-global patch); the final build made before `get_tokenizer` returns, with one
-log line per process; a later load of the same tokenizer in a process sharing the first one's
-build (SGLang's scheduler loads it twice); and no silent downgrade: a model the fast path cannot
-serve stops the server, unless TOKBACKEND_ALLOW_HF_FALLBACK=1 asks to serve it with HuggingFace.
-"""
+log line per process; no build where the server's code that loads the tokenizer encodes no
+prompts with it (SGLang's scheduler, TP workers and detokenizer, vLLM's engine core: they keep
+HuggingFace's tokenizer for their few short encodes, exact by construction); a later load of
+the same tokenizer in a process sharing the first one's build; and no silent downgrade: a model
+the fast path cannot serve stops the server, unless TOKBACKEND_ALLOW_HF_FALLBACK=1 asks to serve
+it with HuggingFace."""
 
 from __future__ import annotations
 
 import logging
 import multiprocessing
 import os
+import sys
 import time
 import weakref
+from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 from tokbackend._options import AccelerationOptions
@@ -47,6 +51,32 @@ def warn_if_rust_tokenizes(variable: str, flag_option: str, consequence: str) ->
             FLAG_PREFIX,
             consequence,
         )
+
+
+def prompt_free_caller(modules: Collection[str]) -> str | None:
+    """The nearest of `modules` (or a submodule of one) among the callers on this thread's stack,
+    or None: which of the server's components is loading the tokenizer, read from the code that
+    calls, not guessed. `modules` are those that encode no prompts with what they load."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        name = frame.f_globals.get("__name__", "")
+        if isinstance(name, str) and any(name == module or name.startswith(module + ".") for module in modules):
+            return name
+        frame = frame.f_back
+    return None
+
+
+def log_left_to_hf(server: str, model: str, caller: str) -> None:
+    """The log line of a process that keeps HuggingFace's tokenizer (see `prompt_free_caller`)."""
+    process = f"{multiprocessing.current_process().name} (pid {os.getpid()})"
+    logger.warning(
+        "%s %s tokenizer for %s: HuggingFace's, not accelerated: it is loaded by %s, which encodes no prompts "
+        "(the process that encodes them builds the fast path)",
+        server,
+        process,
+        model,
+        caller,
+    )
 
 
 def accelerate_for_server(

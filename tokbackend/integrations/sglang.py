@@ -3,7 +3,8 @@
 SGLang (0.5.13 to 0.5.23) runs `register()`, its `sglang.srt.plugins` entry point, in every
 process that calls `load_plugins()`. It hooks the flag's choices, `get_tokenizer` and
 `get_processor` (HF's tokenizer loaded as usual, then accelerated under the servers' start-up
-contract, `integrations._common`) and the tokenizer manager's ids, and points multi-tokenizer
+contract, `integrations._common`: loaded by the scheduler, a TP worker or the detokenizer, which
+encode no prompts, it stays HuggingFace's) and the tokenizer manager's ids, and points multi-tokenizer
 HTTP workers, which SGLang starts without `load_plugins()`, at `integrations.sglang_app`. Each
 hook is registered on its own: one that fails (a release that moved a function) is logged and
 leaves the others. No hook reaches SGLANG_RUST_SERVER=1, which tokenizes in Rust (the plugin
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import tokbackend
 from tokbackend._routing.names import DEFAULT_FLAG_VALUE, backend_for_flag, flag_values
 from tokbackend._tokenizer import ids_as_arrays
-from tokbackend.integrations._common import accelerate_for_server, warn_if_rust_tokenizes
+from tokbackend.integrations._common import accelerate_for_server, log_left_to_hf, prompt_free_caller, warn_if_rust_tokenizes
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
@@ -33,6 +34,15 @@ LEGACY_ALLOW_FALLBACK_ENV = "TOKBACKEND_SGLANG_ALLOW_HF_FALLBACK"
 APP_PATH_ENV = "SGLANG_HTTP_SERVER_APP_PATH"
 SGLANG_DEFAULT_APP_PATH = "sglang.srt.entrypoints.http_server:app"
 TOKBACKEND_APP_PATH = "tokbackend.integrations.sglang_app:app"
+# SGLang's components that load a tokenizer but receive prompts as ids from the tokenizer manager
+# (0.5.13 to 0.5.23): the scheduler (`Scheduler.init_tokenizer`, before its weights load), its TP
+# workers and the detokenizer. They encode a few short strings (a reasoning parser's end tokens,
+# a grammar backend's probe), which HuggingFace answers exactly with no build.
+PROMPT_FREE_MODULES = (
+    "sglang.srt.managers.scheduler",
+    "sglang.srt.managers.tp_worker",
+    "sglang.srt.managers.detokenizer_manager",
+)
 
 
 def register() -> None:
@@ -116,6 +126,10 @@ def _accelerated_load(original: Callable[..., Any], args: tuple[Any, ...], kwarg
     kwargs["tokenizer_backend"] = "huggingface"
     loaded = original(*args, **kwargs)
     model = str(args[0] if args else kwargs.get("tokenizer_name", "?"))
+    caller = prompt_free_caller(PROMPT_FREE_MODULES)
+    if caller is not None:
+        log_left_to_hf("SGLang", model, caller)
+        return loaded
     if processor and hasattr(loaded, "tokenizer"):
         loaded.tokenizer = accelerate_for_sglang(loaded.tokenizer, model, flag)
         return loaded

@@ -3,7 +3,8 @@
 Registered under vLLM's entry-point group `vllm.general_plugins`, which vLLM loads in every
 process it starts. `register()` adds, for each of our flag values, a tokenizer mode (vLLM's own
 HF loading, `CachedHfTokenizer`, then `tokbackend.accelerate()` under the servers' start-up
-contract, `tokbackend.integrations._common`) and the HF renderer for that mode. vLLM accepts any
+contract, `tokbackend.integrations._common`: loaded by the engine core's structured-output
+manager, which encodes no prompts, it stays HuggingFace's) and the HF renderer for that mode. vLLM accepts any
 string as a mode, so a near-miss (`gigatokn`) fails at load with the modes we register. vLLM's
 own `VLLM_USE_FASTOKENS` (fastokens' process-global patch) is not `tokbackend-fastokens`: do
 not combine them. With `VLLM_USE_RUST_FRONTEND=1` (0.33 and 0.34) `vllm serve` starts vLLM's Rust
@@ -20,13 +21,17 @@ from typing import TYPE_CHECKING, Any
 
 import tokbackend
 from tokbackend._routing.names import flag_values
-from tokbackend.integrations._common import accelerate_for_server, warn_if_rust_tokenizes
+from tokbackend.integrations._common import accelerate_for_server, log_left_to_hf, prompt_free_caller, warn_if_rust_tokenizes
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
 
 RENDERER = ("vllm.renderers.hf", "HfRenderer")
 _CLASS_PREFIX = "TokbackendTokenizer_"
+# vLLM's components that load a tokenizer but encode no prompts with it (0.33, 0.34): the engine
+# core's structured-output manager (grammar compilers, reasoning end tokens). Prompts are encoded
+# in the API process (the renderer), whose detokenizer shares the renderer's tokenizer.
+PROMPT_FREE_MODULES = ("vllm.v1.structured_output",)
 
 
 def register() -> None:
@@ -76,6 +81,10 @@ def _tokenizer_class(mode: str) -> type:
             from vllm.tokenizers.hf import CachedHfTokenizer
 
             tokenizer = CachedHfTokenizer.from_pretrained(path_or_repo_id, *args, **kwargs)
+            caller = prompt_free_caller(PROMPT_FREE_MODULES)
+            if caller is not None:
+                log_left_to_hf("vLLM", str(path_or_repo_id), caller)
+                return tokenizer
             return accelerate_for_server(tokenizer, str(path_or_repo_id), f"--tokenizer-mode {mode}", "vLLM")
 
     TokbackendTokenizer.__name__ = TokbackendTokenizer.__qualname__ = class_name(mode)
