@@ -4,6 +4,13 @@ families, with `auto` and with `gigatoken`, with the shipped guard records and w
 for a pipeline we do not ship: the guard is derived at start-up).
 
   python bench/boot.py [--json bench/boot.json]
+  python bench/boot.py --sglang [--repeat 3]   # in an SGLang venv (CONTRIBUTING.md)
+
+`--sglang`: SGLang's own `get_tokenizer` on Qwen3.6 in a fresh process, stock
+(`--tokenizer-backend huggingface`) against `tokbackend-auto`, in two roles: the scheduler's
+(`Scheduler.init_tokenizer`, SGLang's code, which encodes no prompts) and the tokenizer manager's
+(which builds). Rows alternate stock and flag within each round; medians over the rounds, and the
+flag's cost as a difference and a ratio against stock measured in the same run.
 
 "ready" is `accelerate()` returning (its one build: the backend loaded, the exact guard found or
 derived, the probe passed) plus the first encode of a non-ASCII text, answered by the backend;
@@ -63,6 +70,88 @@ Path(output).write_text(json.dumps({
 """.replace("TEXT", repr(TEXT))
 
 
+SGLANG_CHILD = r"""
+import json, sys, time
+from pathlib import Path
+from types import SimpleNamespace
+directory, backend, role, output = sys.argv[1:5]
+from sglang.srt.plugins import load_plugins
+load_plugins()  # as each SGLang process does at start
+from tokbackend._process import preload
+preload.wait()  # the backends' libraries: imports are not start-up work of either side
+from sglang.srt.entrypoints import engine
+from sglang.srt.managers.scheduler import Scheduler
+from sglang.srt.server_args import ServerArgs
+from sglang.srt.utils.hf_transformers.tokenizer import get_tokenizer
+arguments = ServerArgs(model_path=directory, tokenizer_backend=backend, device="cpu", skip_server_warmup=True)
+if hasattr(arguments, "resolve_once"):
+    arguments.resolve_once()
+arguments.check_server_args()
+engine.resolve_auto_parsers(arguments)
+if hasattr(engine, "publish"):
+    engine.publish(arguments, role="tokenizer")
+started = time.perf_counter()
+if role == "scheduler":
+    scheduler = SimpleNamespace(
+        server_args=arguments, model_config=SimpleNamespace(is_generation=True, is_multimodal=False), skip_tokenizer_init=False
+    )
+    Scheduler.init_tokenizer(scheduler)
+    tokenizer = scheduler.tokenizer
+else:
+    tokenizer = get_tokenizer(directory, tokenizer_backend=backend)
+seconds = time.perf_counter() - started
+state = getattr(tokenizer, "tokbackend", None)
+Path(output).write_text(json.dumps({"seconds": seconds, "built": state is not None and state.fast_path_enabled}))
+"""
+
+
+def sglang_roles(work: Path, rounds: int) -> list[dict[str, object]]:
+    """`--sglang` (see the module docstring): one row per role."""
+    import statistics
+
+    from equivalence.server_models import tiny_qwen3_model
+
+    directory = tiny_qwen3_model(work / "qwen3.6-model", "qwen3.6", max_positions=32768)
+    lanes = [(role, backend) for role in ("scheduler", "manager") for backend in ("huggingface", "tokbackend-auto")]
+    seconds: dict[tuple[str, str], list[float]] = {lane: [] for lane in lanes}
+    built: dict[tuple[str, str], set[bool]] = {lane: set() for lane in lanes}
+    for round_ in range(rounds):
+        for role, backend in lanes if round_ % 2 == 0 else lanes[::-1]:
+            cache = work / "cache"
+            shutil.rmtree(cache, ignore_errors=True)  # every child starts on an empty cache
+            output = work / "out.json"
+            environment = {**os.environ, "TOKBACKEND_CACHE_DIR": str(cache), "HF_HUB_OFFLINE": "1"}
+            command = [sys.executable, "-c", SGLANG_CHILD, str(directory), backend, role, str(output)]
+            subprocess.run(command, env=environment, check=True, timeout=900, cwd=ROOT)
+            run = json.loads(output.read_text())
+            seconds[(role, backend)].append(run["seconds"])
+            built[(role, backend)].add(run["built"])
+    rows: list[dict[str, object]] = []
+    for role in ("scheduler", "manager"):
+        stock = statistics.median(seconds[(role, "huggingface")])
+        flag = statistics.median(seconds[(role, "tokbackend-auto")])
+        rows.append(
+            {
+                "role": role,
+                "stock_s": stock,
+                "flag_s": flag,
+                "flag_minus_stock_s": flag - stock,
+                "ratio": flag / stock,
+                "runs_s": {
+                    backend: [round(value, 2) for value in seconds[(role, backend)]]
+                    for backend in ("huggingface", "tokbackend-auto")
+                },
+                "flag_built": sorted(built[(role, "tokbackend-auto")]),
+            }
+        )
+        print(
+            f"SGLang {role:<9} get_tokenizer: stock {stock:.2f} s, tokbackend-auto {flag:.2f} s "
+            f"(+{flag - stock:.2f} s, {flag / stock:.2f}x; built: {sorted(built[(role, 'tokbackend-auto')])})",
+            flush=True,
+        )
+    return rows
+
+
 def model_dirs(work: Path) -> dict[str, Path]:
     """Each model's tokenizer files in a directory of its own (built once, before any timing)."""
     import tokbackend
@@ -84,8 +173,15 @@ def main() -> None:
     parser.add_argument("--json", type=Path, default=Path(__file__).resolve().parent / "boot.json")
     parser.add_argument("--models", nargs="*", default=list(MODELS))
     parser.add_argument("--repeat", type=int, default=1, help="fresh processes per row; the median ratio's run is kept")
+    parser.add_argument("--sglang", action="store_true", help="SGLang's get_tokenizer by role (run in an SGLang venv)")
     arguments = parser.parse_args()
     rows = []
+    if arguments.sglang:
+        with tempfile.TemporaryDirectory() as work:
+            sglang_rows = sglang_roles(Path(work), max(arguments.repeat, 3))
+        if arguments.json:
+            arguments.json.write_text(json.dumps({"cpu_count": os.cpu_count(), "sglang_roles": sglang_rows}, indent=1) + "\n")
+        return
     with tempfile.TemporaryDirectory() as work:
         dirs = model_dirs(Path(work))
         for name in arguments.models:
