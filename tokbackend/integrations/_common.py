@@ -17,6 +17,7 @@ import sys
 import time
 import weakref
 from collections.abc import Collection
+from types import FrameType
 from typing import TYPE_CHECKING
 
 from tokbackend._options import AccelerationOptions
@@ -57,7 +58,7 @@ def prompt_free_caller(modules: Collection[str]) -> str | None:
     """The nearest of `modules` (or a submodule of one) among the callers on this thread's stack,
     or None: which of the server's components is loading the tokenizer, read from the code that
     calls, not guessed. `modules` are those that encode no prompts with what they load."""
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         name = frame.f_globals.get("__name__", "")
         if isinstance(name, str) and any(name == module or name.startswith(module + ".") for module in modules):

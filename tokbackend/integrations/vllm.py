@@ -80,7 +80,7 @@ def _tokenizer_class(mode: str) -> type:
         def from_pretrained(cls, path_or_repo_id: str | os.PathLike[str], *args: Any, **kwargs: Any) -> PreTrainedTokenizerBase:
             from vllm.tokenizers.hf import CachedHfTokenizer
 
-            tokenizer = CachedHfTokenizer.from_pretrained(path_or_repo_id, *args, **kwargs)
+            tokenizer: PreTrainedTokenizerBase = CachedHfTokenizer.from_pretrained(path_or_repo_id, *args, **kwargs)
             caller = prompt_free_caller(PROMPT_FREE_MODULES)
             if caller is not None:
                 log_left_to_hf("vLLM", str(path_or_repo_id), caller)
