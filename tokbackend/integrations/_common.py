@@ -71,8 +71,8 @@ def log_left_to_hf(server: str, model: str, caller: str) -> None:
     """The log line of a process that keeps HuggingFace's tokenizer (see `prompt_free_caller`)."""
     process = f"{multiprocessing.current_process().name} (pid {os.getpid()})"
     logger.warning(
-        "%s %s tokenizer for %s: HuggingFace's, not accelerated: it is loaded by %s, which encodes no prompts "
-        "(the process that encodes them builds the fast path)",
+        "%s %s tokenizer for %s: backend hf, not accelerated (loaded by %s, which encodes no prompts; "
+        "the process that encodes them builds the fast path)",
         server,
         process,
         model,

@@ -22,7 +22,7 @@ from typing import Any
 
 from tokbackend._verify import EXIT_GRAMMAR, EXIT_MISMATCH, EXIT_OK, EXIT_UNAVAILABLE
 
-# tokbackend's start-up line, one per process that builds a tokenizer (integrations._common)
+# tokbackend's start-up line, one per process that loads a tokenizer with the flag, built or not (integrations._common)
 STARTUP_LINE = re.compile(r"SGLang (\S+) \(pid (\d+)\) tokenizer for (.+?): backend")
 # What stops the gate: Ctrl-C, and what a job runner or `kill` sends.
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
