@@ -105,14 +105,14 @@ Path(output).write_text(json.dumps({"seconds": seconds, "built": state is not No
 """
 
 
-def sglang_roles(work: Path, rounds: int) -> list[dict[str, object]]:
+def sglang_roles(work: Path, rounds: int, roles: list[str]) -> list[dict[str, object]]:
     """`--sglang` (see the module docstring): one row per role."""
     import statistics
 
     from equivalence.server_models import tiny_qwen3_model
 
     directory = tiny_qwen3_model(work / "qwen3.6-model", "qwen3.6", max_positions=32768)
-    lanes = [(role, backend) for role in ("scheduler", "manager") for backend in ("huggingface", "tokbackend-auto")]
+    lanes = [(role, backend) for role in roles for backend in ("huggingface", "tokbackend-auto")]
     seconds: dict[tuple[str, str], list[float]] = {lane: [] for lane in lanes}
     built: dict[tuple[str, str], set[bool]] = {lane: set() for lane in lanes}
     for round_ in range(rounds):
@@ -124,10 +124,11 @@ def sglang_roles(work: Path, rounds: int) -> list[dict[str, object]]:
             command = [sys.executable, "-c", SGLANG_CHILD, str(directory), backend, role, str(output)]
             subprocess.run(command, env=environment, check=True, timeout=900, cwd=ROOT)
             run = json.loads(output.read_text())
+            print(f"  round {round_}: {role} {backend}: {run['seconds']:.2f} s (built: {run['built']})", flush=True)
             seconds[(role, backend)].append(run["seconds"])
             built[(role, backend)].add(run["built"])
     rows: list[dict[str, object]] = []
-    for role in ("scheduler", "manager"):
+    for role in roles:
         stock = statistics.median(seconds[(role, "huggingface")])
         flag = statistics.median(seconds[(role, "tokbackend-auto")])
         rows.append(
@@ -174,11 +175,12 @@ def main() -> None:
     parser.add_argument("--models", nargs="*", default=list(MODELS))
     parser.add_argument("--repeat", type=int, default=1, help="fresh processes per row; the median ratio's run is kept")
     parser.add_argument("--sglang", action="store_true", help="SGLang's get_tokenizer by role (run in an SGLang venv)")
+    parser.add_argument("--roles", nargs="*", default=["scheduler", "manager"], choices=["scheduler", "manager"])
     arguments = parser.parse_args()
     rows = []
     if arguments.sglang:
         with tempfile.TemporaryDirectory() as work:
-            sglang_rows = sglang_roles(Path(work), max(arguments.repeat, 3))
+            sglang_rows = sglang_roles(Path(work), max(arguments.repeat, 3), arguments.roles)
         if arguments.json:
             arguments.json.write_text(json.dumps({"cpu_count": os.cpu_count(), "sglang_roles": sglang_rows}, indent=1) + "\n")
         return
