@@ -255,3 +255,23 @@ def test_a_final_build_is_not_replaced_by_another_of_the_same_state(qwen3):
     with pytest.raises(tokbackend.TokbackendError, match=refused), state._rebuild_lock:
         state._swap(off, state.serving[1])
     assert state.build is final and fast.encode(TEXTS[1]) == qwen3.encode(TEXTS[1])
+
+
+def test_a_server_component_that_encodes_no_prompts_is_read_from_the_calling_code():
+    """The server integrations keep HuggingFace's tokenizer where the code loading it is one of
+    the server's components that encode no prompts (SGLang's scheduler, vLLM's engine core): the
+    nearest such module on the calling stack, a submodule of one too, and nothing elsewhere."""
+    import types
+
+    from tokbackend.integrations._common import prompt_free_caller
+
+    scheduler = types.ModuleType("server.managers.scheduler_parts")
+    exec("def init_tokenizer(load):\n    return load()\n", scheduler.__dict__)
+
+    def load():
+        return prompt_free_caller(("server.managers.scheduler", "server.managers.detokenizer"))
+
+    assert scheduler.init_tokenizer(load) is None  # "scheduler_parts" is no submodule of "scheduler"
+    scheduler.__dict__["__name__"] = "server.managers.scheduler.parts"
+    assert scheduler.init_tokenizer(load) == "server.managers.scheduler.parts"
+    assert load() is None
