@@ -109,7 +109,7 @@ def sglang_roles(work: Path, rounds: int, roles: list[str]) -> list[dict[str, ob
     """`--sglang` (see the module docstring): one row per role."""
     import statistics
 
-    from equivalence.server_models import tiny_qwen3_model
+    from tokbackend.equivalence.server_models import tiny_qwen3_model
 
     directory = tiny_qwen3_model(work / "qwen3.6-model", "qwen3.6", max_positions=32768)
     lanes = [(role, backend) for role in roles for backend in ("huggingface", "tokbackend-auto")]
