@@ -1,10 +1,7 @@
 """`verify_model`: the pre-deploy gate behind `tokbackend verify <model>`.
 
-Each step compares the accelerated tokenizer's answers with HF's, exceptions included (HF raising
-is an answer ours must match), and returns its outcome, which `_step` records as a `StepResult`. An
-error of verify's own inside a step is that step's `error` (exit 8: no verdict), never a traceback
-read as a mismatch.
-`EXIT_CODES` is the one table of exit codes, which `--help` and docs/verify.md print.
+Each step compares the accelerated tokenizer's answers with HF's, exceptions included; an error of
+verify's own inside a step is that step's `error` (exit 8: no verdict), never read as a mismatch.
 """
 
 from __future__ import annotations
@@ -39,8 +36,7 @@ if TYPE_CHECKING:
 Announce = Callable[[str], None]
 EXIT_OK, EXIT_MISMATCH, EXIT_USAGE, EXIT_GRAMMAR, EXIT_NOT_FOUND, EXIT_MISSING_TOOLS = 0, 1, 2, 3, 4, 5
 EXIT_UNAVAILABLE, EXIT_PARTIAL, EXIT_HARNESS = 6, 7, 8
-# What each exit code means: `tokbackend verify --help` prints this table, docs/verify.md holds
-# it word for word (tests/test_docs.py).
+# `tokbackend verify --help` prints this table; docs/verify.md holds it word for word.
 EXIT_CODES: Mapping[int, str] = MappingProxyType(
     {
         EXIT_OK: "the backend is exact and usable for this model: every step ran and passed (or a passing `--quick`, "
@@ -72,8 +68,7 @@ STATUS_EXIT = MappingProxyType(
         "error": EXIT_HARNESS,
     }
 )
-# The steps after load and boot probe: the names `only` (and `--only`) take, and their titles;
-# step KEY runs the function `_KEY` below.
+# The steps after load and boot probe (the names `--only` takes): step KEY runs `_KEY` below.
 STEP_TITLES = MappingProxyType(
     {
         "scan": "code-point scan",
@@ -89,8 +84,7 @@ STEP_TITLES = MappingProxyType(
     }
 )
 STEPS = tuple(STEP_TITLES)
-# What `quick` leaves out (the minutes of a verification; the other steps run fewer examples),
-# and the detail of those steps: a quick check that passes exits 0, its verdict naming them.
+# What `quick` leaves out, and those steps' detail: a quick check that passes exits 0.
 QUICK_SKIPS = ("scan", "changes", "grammar")
 QUICK_DETAIL = "--quick"
 
@@ -124,8 +118,7 @@ class VerifyReport:
         return next((code for code in EXIT_PRECEDENCE if code in codes), EXIT_OK)
 
     def as_json(self) -> dict[str, Any]:
-        """The report as written by `--json`: enough to compare two runs or attach to a deploy.
-        `certified` (what a deploy may serve) is there only where the run exits 0."""
+        """The `--json` report; `certified` (what a deploy may serve) only where the run exits 0."""
         load = next((step for step in self.steps if step.name == "load"), None)
         exit_code = self.exit_code
         return {
@@ -149,15 +142,14 @@ class VerifyReport:
 
 
 def library_versions() -> dict[str, str | None]:
-    """Versions of tokbackend and every library whose behaviour a verify result depends on:
-    HuggingFace's, each registered backend's (`versioned_libraries`), the gates' tools."""
+    """Versions (None: not installed) of every library a verify result depends on."""
     from importlib.metadata import PackageNotFoundError, version
 
     from tokbackend.backends import available_backends, versioned_libraries
 
     libraries = ("tokbackend", "tokenizers", "transformers", *versioned_libraries(available_backends()), "xgrammar", "hypothesis")
     versions: dict[str, str | None] = dict.fromkeys(libraries)
-    for library in versions:  # None: not installed
+    for library in versions:
         with contextlib.suppress(PackageNotFoundError):
             versions[library] = version(library)
     return versions
@@ -178,9 +170,7 @@ def _result(status: str, detail: str, **data: Any) -> Outcome:
 
 
 def _step(report: VerifyReport, name: str, announce: Announce, body: Callable[[], Outcome]) -> str:
-    """Time one step, append its result to the report and return its status. An error that
-    escapes the step is its result: status "error" (exit 8) with the error's first line, the
-    traceback in its data."""
+    """Time one step, append its result and return its status; an error escaping it is status "error"."""
     started = time.perf_counter()
     announce(f"== {name}")
     try:
@@ -198,8 +188,7 @@ def _step(report: VerifyReport, name: str, announce: Announce, body: Callable[[]
 
 @dataclasses.dataclass
 class _Run:
-    """What the steps read: verify's options, then what load makes: the two tokenizers the steps
-    compare (the lane on its own: no probe, no segment cache) and the lane."""
+    """Verify's options, then what load makes: HF's tokenizer, the lane, and the lane on its own."""
 
     model: str
     backend: str
@@ -223,8 +212,7 @@ class _Run:
         return accelerated
 
     def hypothesis_settings(self) -> settings:
-        """The property steps' settings: the profile, capped by --examples and --quick, random
-        where a seed is given."""
+        """The profile, capped by --examples and --quick, random where a seed is given."""
         from hypothesis import settings
 
         base = settings.get_profile(self.profile)
@@ -251,8 +239,7 @@ def _fast_texts(tokenizer: Tokenizer) -> int:
 
 
 def _passed(answered: int, inputs: str, detail: str, **data: Any) -> Outcome:
-    """The step passes with `detail`, unless the fast path answered none of its `inputs`: a gate
-    the backend took no part in proves nothing."""
+    """ "ok" with `detail`, unless the fast path answered none of `inputs` (then it proves nothing)."""
     if answered == 0:
         return _result("mismatch", f"the fast path answered none of {inputs}: this step proves nothing", **data)
     return _result("ok", detail, **data)
@@ -302,8 +289,7 @@ def verify_model(
 
 
 def _load(run: _Run, report: VerifyReport) -> Outcome:
-    """HF's tokenizer, then the backend a deployment gets and the lane it serves on its own (into
-    `run`); what was checked (into `report`)."""
+    """HF's tokenizer, the deployed backend and its lane on its own (into `run`); `report.checked`."""
     import tokbackend
     from tokbackend._build import FastPathError
     from tokbackend._guard import GuardUnavailableError, guard_versions
@@ -320,15 +306,12 @@ def _load(run: _Run, report: VerifyReport) -> Outcome:
     except Exception as error:  # noqa: BLE001 - whatever HF raises is why it cannot load the model
         return _result("unloadable", f"HuggingFace cannot load {model!r}: {_first_line(error)}")
     try:
-        # The backend a deployment gets (for "auto": the one it chooses, probe included; a
-        # named one that fails the probe is verified all the same: the probe step says so) ...
+        # The backend a deployment gets (a named one failing the probe is verified all the same) ...
         deployed = tokbackend.accelerate(hf, backend=backend, guard=run.guard_config)
         if deployed.tokbackend.routing is None:
             return _result("unavailable", f"backend {backend!r} cannot serve {model}: {deployed.tokbackend.disabled_reason}")
         lane = run.lane = deployed.tokbackend.routing.lane
-        # ... then verified on its own: with no probe as a safety net every step sees the
-        # backend's own answers (through the Unicode guard, as deployed), and with the segment
-        # cache off every text reaches the backend (the cache has its own step).
+        # ... then on its own: no probe as a safety net, no segment cache (it has its own step).
         run.accelerated = run.accelerate(hf, probe=False, segment_cache_mib=None)
     except BaseException as error:
         if not is_error(error):
@@ -337,7 +320,6 @@ def _load(run: _Run, report: VerifyReport) -> Outcome:
             return _result("unavailable", str(error).removeprefix("tokbackend: "))
         return _result("unavailable", f"backend {backend!r} cannot serve {model}: {_first_line(error)}")
     guard = run.accelerated.tokbackend.guard
-    # what was checked: the backend, its libraries' versions, its guard record
     versions = guard_versions(tuple(backend_class(lane.name).versioned_libraries))
     report.checked = [{"backend": lane.name, "versions": versions, "guard": lane.guard.source()}]
     chose = "" if lane.name == backend else f" (auto chose {lane.name}: {deployed.tokbackend.routing.reason})"
@@ -367,9 +349,7 @@ def _probe(run: _Run) -> Outcome:
 
 
 def _release_memory() -> None:
-    """Free what a step left behind, so that verify's peak is about one step's: its tokenizer
-    copies hold reference cycles (their builds stay until a full collection), and glibc keeps
-    what they freed resident until trimmed."""
+    """Free a step's tokenizer copies (reference cycles) and trim what glibc keeps resident."""
     import gc
 
     from tokbackend._process.memory import release_freed_memory
@@ -379,15 +359,13 @@ def _release_memory() -> None:
 
 
 def _copy(tokenizer: Tokenizer) -> Tokenizer:
-    """A deep copy sharing the vocabulary and merges transformers keeps from loading, which no
-    step changes (copying them takes seconds)."""
+    """A deep copy sharing the large vocabulary and merges, which no step changes."""
     kept = {id(value): value for value in vars(tokenizer).values() if isinstance(value, (dict, list)) and len(value) > 10_000}
     return copy.deepcopy(tokenizer, kept)
 
 
 def _scan(run: _Run) -> Outcome:
-    """Every code point in every context derived from the model's split regex and normalizer, the
-    raw backend and the accelerated tokenizer against HF."""
+    """Every code point in every derived context, raw backend and accelerated tokenizer against HF."""
     from tokbackend._guard.contexts import derive_contexts
     from tokbackend._guard.derive import code_points_to_scan
     from tokbackend._guard.scan import scan
@@ -405,7 +383,6 @@ def _scan(run: _Run) -> Outcome:
 
     candidates: dict[str, BatchEncoder] = {"raw": accelerated.tokbackend.backend.encode_batch, "accelerated": accelerated_batch}
     contexts = derive_contexts(tokenizer_json)
-    # by default, the code points the guard's derivation scans
     code_points = run.code_points if run.code_points is not None else code_points_to_scan(hf_batch, candidates)
     with run.bar(len(contexts), "contexts") as bar:
         results = scan(hf_batch, candidates, contexts, code_points, progress=lambda _: bar.update())
@@ -421,8 +398,7 @@ def _scan(run: _Run) -> Outcome:
             f"counterexample: {text!r} (U+{code_point:04X} in context {template!r}): HF {expected}, accelerated {actual}"
         )
         return _result("mismatch", detail, counterexample=text, **data)
-    else:
-        return _passed(answered, "the scan's texts", detail, **data)
+    return _passed(answered, "the scan's texts", detail, **data)
 
 
 def _properties(run: _Run) -> Outcome:
@@ -440,8 +416,7 @@ def _properties(run: _Run) -> Outcome:
     mismatches = []
     with run.bar(len(classes), "input classes") as bar:
         for name, strategy in classes.items():
-            # Long prompts cost ~100 ms of HF time each: a handful proves the point, and a
-            # mismatch is reported as found (shrinking a 32k-token text takes minutes of HF calls).
+            # A handful of long prompts proves the point; shrinking one takes minutes of HF calls.
             class_settings = base
             if name == "long_prompts":
                 unshrunk = [phase for phase in base.phases if phase is not Phase.shrink]
@@ -460,8 +435,7 @@ def _properties(run: _Run) -> Outcome:
 
 
 def _added_tokens(run: _Run) -> Outcome:
-    """The model's own added tokens side by side, overlapping, cut short and amid text, in every
-    call form (encode, `__call__`, a batch, arrays, a chat template), as HF's."""
+    """The model's added tokens side by side, overlapping, cut short and amid text, in every call form."""
     import random
 
     from tokbackend._probe import side_by_side
@@ -490,9 +464,8 @@ def _added_tokens(run: _Run) -> Outcome:
 
 
 def _arguments(run: _Run) -> Outcome:
-    """Calls with keyword arguments drawn from the values HF's own checks distinguish: the same
-    result or the same exception class as HF; and the result objects' surface (Encodings,
-    mappings, pickling) on plain calls equal to HF's."""
+    """Calls with keyword arguments HF's checks distinguish (same result or exception class), and
+    the result objects' surface on plain calls, as HF's."""
     from hypothesis import settings
 
     from tokbackend.equivalence.arguments import calls, outcome
@@ -531,18 +504,14 @@ def _arguments(run: _Run) -> Outcome:
 
 
 def _changes(run: _Run) -> Outcome:
-    """Each change to a copy of the tokenizer after acceleration (tokens added, flags changed,
-    normalizer, pre-tokenizer, post-processor replaced or changed in place), through the
-    accelerated object and through the plain tokenizer sharing its state: every text of the
-    change then encodes as HF."""
+    """Each change of `tokbackend.equivalence.changes` to an accelerated copy (through it and through the plain
+    tokenizer sharing its state): every text of the change then encodes as HF."""
     from tokbackend.equivalence.changes import CHANGES, texts_for
     from tokbackend.equivalence.differential import answer_of
 
     template = run.accelerate(run.hf)
     answered = 0
-    # These rebuilds are verify's own: what they log (a backend that cannot serve one, a guard
-    # derived for one) goes into the result, not to the console, and their guard records into a
-    # scratch directory, not the user's cache.
+    # These rebuilds are verify's own: their logs go into the result, their guard records to scratch.
     with _kept_aside() as logs:
         for index, change in enumerate(CHANGES):
             accelerated = _copy(template)
@@ -569,8 +538,7 @@ def _changes(run: _Run) -> Outcome:
 
 @contextlib.contextmanager
 def _kept_aside() -> Iterator[list[str]]:
-    """Meanwhile, tokbackend's log lines ('LEVEL message') kept in the list yielded, reaching no
-    handler, and its cache directory (guard records, their locks) in a temporary directory."""
+    """Meanwhile, tokbackend's log lines kept in the list yielded, its cache directory temporary."""
     from tokbackend._cache_dir import CACHE_DIR_ENV
 
     logger = logging.getLogger("tokbackend")
@@ -596,10 +564,7 @@ def _kept_aside() -> Iterator[list[str]]:
 
 
 def _sharing(run: _Run) -> Outcome:
-    """What a tokenizer shares beyond ids (`tokbackend.equivalence.sharing`): truncating calls from four
-    threads beside guarded texts, the Rust settings and saved tokenizer.json after a sequence of
-    calls, the length warning, and result objects after edits and changes; each on a fresh pair
-    of an HF copy and an accelerated copy that share no Rust state."""
+    """What a tokenizer shares beyond ids (`tokbackend.equivalence.sharing`), each on a fresh pair of copies."""
     from tokbackend.equivalence.sharing import length_warnings, result_operations, settings_left, threads_with_truncation
 
     # any guarded code point: the guard hands a text holding it to HF (an internal call)
@@ -623,9 +588,7 @@ def _sharing(run: _Run) -> Outcome:
 
 
 def _segments(run: _Run) -> Outcome:
-    """Conversations encoded turn by turn (each request extends the last, as an agent's do)
-    through a tokenizer whose segment cache answers every call, against HF: each text as a list
-    and then as an array (SGLang's text prompts), so the memo keeps and reads both forms."""
+    """Conversations encoded turn by turn, in list and array form, with the segment cache on, as HF."""
     from tokbackend.equivalence.conversations import conversations, guarded_sample, turn_by_turn
     from tokbackend.equivalence.differential import find_mismatch, in_every_form
 
@@ -642,13 +605,11 @@ def _segments(run: _Run) -> Outcome:
     if mismatch is not None:
         run.announce(mismatch.report())
         return _result("mismatch", "a conversation differs with the segment cache on", counterexamples=[mismatch.report()])
-    elif hits == 0:
+    if hits == 0:
         return _result("mismatch", "no request was answered from the cache: a gate the cache took no part in proves nothing")
-    else:
-        agree = f"conversations agree turn by turn (up to {base.max_examples} examples)"
-        return _result(
-            "ok", f"{agree}; cache hits {hits}, remembered-prefix hits {prefix_hits}", hits=hits, prefix_hits=prefix_hits
-        )
+    agree = f"conversations agree turn by turn (up to {base.max_examples} examples)"
+    detail = f"{agree}; cache hits {hits}, remembered-prefix hits {prefix_hits}"
+    return _result("ok", detail, hits=hits, prefix_hits=prefix_hits)
 
 
 def _chat(run: _Run) -> Outcome:
@@ -722,7 +683,6 @@ def summary_table(report: VerifyReport) -> str:
         lines = step.detail.splitlines() or [""]
         detail = lines[0] if len(lines[0]) <= 110 and len(lines) == 1 else lines[0][:109] + "…"
         rows.append(f"{step.name.ljust(width)}  {step.status.ljust(11)}  {step.seconds:7.2f}  {detail}")
-    # 'auto -> fastokens (fastokens 0.3.5)', or what was named alone where it served
     names = [
         f"{entry['backend']} ({', '.join(f'{lib} {value}' for lib, value in entry['versions'].items())})"
         for entry in report.checked
@@ -734,8 +694,7 @@ def summary_table(report: VerifyReport) -> str:
 
 
 def verdict(report: VerifyReport) -> str:
-    """One line: what the exit code means for this run, naming what was not checked. Step
-    titles hold commas, so a list of them is separated by semicolons."""
+    """One line: what the exit code means for this run, naming what was not checked."""
     exit_code = report.exit_code
     if exit_code == EXIT_UNAVAILABLE and any(step.status == "unloadable" for step in report.steps):
         return "HuggingFace cannot load this model's files"
