@@ -29,8 +29,7 @@ from tokbackend._verify import (
 )
 from tokbackend._wording import counted
 
-# What each command cannot run without, all in the [verify] extra (the grammar gate's xgrammar is
-# checked in its step).
+# What each command cannot run without, all in the [verify] extra (xgrammar is checked in its step).
 NEEDED_MODULES = MappingProxyType(
     {"verify": ("hypothesis", "faker", "regex", "tqdm"), "sglang-gate": ("jsonschema", "faker", "hypothesis")}
 )
@@ -42,7 +41,6 @@ def build_parser() -> argparse.ArgumentParser:
 
     from tokbackend._routing import backend_choices
 
-    # `verify --help`'s exit codes: `tokbackend._verify.EXIT_CODES`, wrapped
     rows = [
         textwrap.fill(text.replace("`", ""), 96, initial_indent=f"  {code}  ", subsequent_indent="     ")
         for code, text in EXIT_CODES.items()
@@ -154,8 +152,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the `tokbackend` console script. An unknown option is a usage error of the
-    command it was given to (its own usage line, exit 2)."""
+    """Entry point of the `tokbackend` console script; an unknown option is its command's usage error."""
     parser = build_parser()
     arguments, unknown = parser.parse_known_args(argv)
     if unknown:
@@ -183,8 +180,7 @@ def verify(arguments: argparse.Namespace) -> int:
 
     from tokbackend._cache_dir import cache_dir
 
-    # Hypothesis keeps its storage (a Unicode table) under the working directory unless told
-    # otherwise: a verify run leaves the user's directory as it was.
+    # Hypothesis's storage would otherwise go under the user's working directory.
     if not os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
         set_hypothesis_home_dir(cache_dir() / "hypothesis")
     try:
@@ -216,8 +212,7 @@ def subcommand_parser(parser: argparse.ArgumentParser, command: str) -> argparse
 
 
 def parse_steps(text: str) -> set[str]:
-    """'scan,grammar' -> {"scan", "grammar"}; an unknown name is a usage error of `verify` (exit 2,
-    its usage line) that names it and lists the known ones."""
+    """'scan,grammar' -> {"scan", "grammar"}; an unknown name is a usage error naming the known ones."""
     steps = {step.strip() for step in text.split(",") if step.strip()}
     unknown = sorted(steps - set(STEPS))
     if unknown or not steps:
@@ -226,8 +221,7 @@ def parse_steps(text: str) -> set[str]:
 
 
 def parse_code_points(text: str) -> list[int]:
-    """'U+0900..U+097F,U+323B0' -> the code points (surrogates left out); anything else, or no code
-    point, is a usage error of `verify` (exit 2, its usage line) that names the value."""
+    """'U+0900..U+097F,U+323B0' -> the code points (no surrogates); anything else is a usage error."""
     code_points: set[int] = set()
     try:
         for part in filter(None, (piece.strip() for piece in text.split(","))):
@@ -245,8 +239,7 @@ def parse_code_points(text: str) -> list[int]:
 
 
 def _progress_line(text: str) -> None:
-    """One line of progress on stderr: on a terminal rewritten in place ("" clears it); into a
-    file or a pipe, where a carriage return only garbles the log, a line of its own ("": none)."""
+    """One line of progress on stderr, rewritten in place on a terminal ("" clears it)."""
     if sys.stderr.isatty():
         print(f"\r{text[:100].ljust(100)}\r", end="", file=sys.stderr, flush=True)
     elif text:
@@ -254,8 +247,7 @@ def _progress_line(text: str) -> None:
 
 
 def derive_guard(model: str, backend_name: str, output: str | None, full: bool = False) -> int:
-    """`tokbackend guard`: derive and write a guard record per backend
-    (`tokbackend._guard.offline`); one progress line."""
+    """`tokbackend guard`: derive and write a guard record per backend (`tokbackend._guard.offline`)."""
     import tokbackend
     from tokbackend._cache_dir import cache_dir
     from tokbackend._guard.offline import derive_records
@@ -271,7 +263,6 @@ def derive_guard(model: str, backend_name: str, output: str | None, full: bool =
         return EXIT_NOT_FOUND
     backends = candidates() if backend_name == AUTO else [backend_name]
     directory = Path(output) if output else cache_dir() / "guards"
-
     for derived in derive_records(
         tokenizer_json, backends, directory, full, lambda name, step: _progress_line(f"  {name}: {step}")
     ):
