@@ -1,9 +1,7 @@
 """`accelerate()` and the class it generates: the only module that knows HuggingFace's classes.
 
-The generated class subclasses the tokenizer's own, so every attribute stays HuggingFace's, and
-overrides `encode` and `_encode_plus` (which `__call__` and `apply_chat_template` reach): where
+The generated class subclasses the tokenizer's own and overrides `encode` and `_encode_plus`: where
 `tokbackend._policy` allows, `tokbackend._state` answers; anything else goes to HF unchanged.
-The layers below see an `HFReference`.
 """
 
 from __future__ import annotations
@@ -42,9 +40,8 @@ else:
 
 
 class _Mode(enum.Enum):
-    """The calls' mode in this context, read once per call: fast-path ids as lists, as `array('q')`s
-    (`ids_as_arrays`), or HF: HuggingFace answers with its real `tokenizers.Encoding`s (`tokenize()`
-    reads tokens from them; the reference ids are HF's own), also inside `ids_as_arrays`."""
+    """The calls' mode in this context: fast-path ids as lists, as `array('q')`s, or HuggingFace's
+    own answer (real `tokenizers.Encoding`s), which stays inside `ids_as_arrays`."""
 
     LISTS = "lists"
     ARRAYS = "arrays"
@@ -66,10 +63,8 @@ def _in_mode(mode: _Mode) -> Iterator[None]:
 
 
 def ids_as_arrays() -> contextlib.AbstractContextManager[None]:
-    """Plain-text encodes through accelerated tokenizers inside give `array('q')` ids (and
-    attention masks) built from the backend's buffer; what HuggingFace answers keeps its lists.
-    Only for a caller that converts every id sequence with `array("q", ids)` before anything
-    reads it (SGLang's tokenizer manager), which would throw lists of Python ints away."""
+    """Plain-text encodes inside give `array('q')` ids and masks (what HuggingFace answers keeps its
+    lists): only for a caller that converts every id sequence with `array("q", ids)` (SGLang)."""
     return _in_mode(_ARRAYS)
 
 
@@ -253,9 +248,8 @@ _SETTINGS_KWARGS = (
 
 
 class HFReference:
-    """The `Reference` of one accelerated tokenizer object: what the layers below may ask of it.
-    It holds the tokenizer weakly: the tokenizer holds it (through its state's calls), and a
-    cycle would keep the backend alive until the cyclic garbage collector ran."""
+    """The `Reference` of one accelerated tokenizer, held weakly (a cycle would keep the backend alive
+    until a full collection)."""
 
     __slots__ = ("_tokenizer_of", "model")
 
@@ -271,14 +265,12 @@ class HFReference:
         return tokenizer
 
     def hf_ids(self, texts: list[str], add_special_tokens: bool = False) -> list[list[int]]:
-        """HuggingFace's own ids for plain texts (the reference the backend must match). Not
-        the user's call: it leaves the Rust settings and the length warning as they were."""
+        """HuggingFace's own ids for plain texts, leaving the Rust settings and length warning alone."""
         encoded = self._internal(list(texts), add_special_tokens, {"split_special_tokens": False}, ("ids",))
         return cast("list[list[int]]", encoded["input_ids"])
 
     def rust_ids(self, texts: list[str]) -> list[list[int]]:
-        """The Rust tokenizer's ids for plain texts without special tokens, for a guard's derivation
-        (`encode_batch_fast`: no offsets, faster than `hf_ids`). It leaves the Rust settings as they were."""
+        """The Rust tokenizer's ids for plain texts (no offsets: faster than `hf_ids`), settings left alone."""
         rust = self._tokenizer._tokenizer
         with _in_mode(_HF), self._tokenizer._tokbackend_gate.entered(rust, ("ids",), internal=True):
             apply(rust, PLAIN)  # what `hf_ids` asks of `_encode_plus`, which sets the same
@@ -287,8 +279,7 @@ class HFReference:
     def hf_encodings(
         self, text: Any, add_special_tokens: bool, kwargs: dict[str, Any], truncation_side: str, serving: tuple[Build, object]
     ) -> list[Encoding]:
-        """HuggingFace's own `tokenizers.Encoding`s for a call the fast path answered with the build
-        and fingerprint `serving`: after a change to the tokenizer, those of the state it saw."""
+        """HuggingFace's `tokenizers.Encoding`s for a fast-path call, of the state (`serving`) it saw."""
         build, fingerprint = serving
         tokenizer = self._tokenizer
         if self.fingerprint() == fingerprint or build.tokenizer_json is None:
@@ -335,8 +326,7 @@ def _texts_in(text: Any, is_split_into_words: Any) -> int:
 
 
 def _settings_after(truncation: Truncation | None, kwargs: dict[str, Any], truncation_side: str) -> Settings:
-    """The Rust settings HF's call leaves, for a call the fast path may answer with this
-    `truncation` (`truncation_of(kwargs)`): plain, or its truncation without padding."""
+    """The Rust settings HF's call leaves: plain, or its truncation without padding."""
     if truncation is None:
         return PLAIN
     strategy = kwargs["truncation_strategy"].value
@@ -346,8 +336,7 @@ def _settings_after(truncation: Truncation | None, kwargs: dict[str, Any], trunc
 
 @functools.lru_cache(maxsize=2)
 def _rust_as_built(tokenizer_json: str, thread: int) -> Tokenizer:
-    """A private Rust tokenizer of a state the shared one has left, for results made before a
-    change. One per thread (`thread`: its ident), so no lock and no other thread's settings."""
+    """A private Rust tokenizer of a state the shared one has left, one per `thread` (no lock)."""
     from tokenizers import Tokenizer
 
     return Tokenizer.from_str(tokenizer_json)
@@ -366,11 +355,7 @@ def model_name(tokenizer: Any) -> str:
 
 def accelerated_class(original: type[Any]) -> type[Any]:
     """The generated subclass of `original` that overrides only the encode surface, made once per
-    class (found again among the original's subclasses, the first made should two threads race).
-
-    It keeps the original's name (which `save_pretrained` records), and its overrides the names
-    of the methods they override, so an error that names one reads as HF's.
-    """
+    class; it and its overrides keep the original's names, so `save_pretrained` and errors read as HF's."""
     for generated in original.__subclasses__():  # in the order they were made
         if generated.__dict__.get("_tokbackend_original_class") is original:
             return generated
@@ -452,10 +437,8 @@ def accelerate(
 
 
 def accelerate_like(tokenizer: PreTrainedTokenizerBase, earlier: PreTrainedTokenizerBase) -> PreTrainedTokenizerBase | None:
-    """`tokenizer` accelerated with the build that `earlier` (an accelerated tokenizer) serves, as
-    a copy of it would be (no second load or probe), or None where the two might encode
-    differently: another class or model, or a Rust tokenizer that differs in anything a build is
-    made from (the whole tokenizer.json the backends load, vocabulary included)."""
+    """`tokenizer` accelerated with the build `earlier` serves (no second load or probe), or None where
+    the two might encode differently (another class, model or tokenizer.json)."""
     if not isinstance(earlier, AcceleratedTokenizerMixin) or isinstance(tokenizer, AcceleratedTokenizerMixin):
         return None
     state = earlier._tokbackend
