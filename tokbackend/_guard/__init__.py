@@ -1,10 +1,8 @@
 """The Unicode divergence guard: text holding a code point on which a backend and HuggingFace
-disagree (their Unicode tables differ) goes to HuggingFace.
+disagree goes to HuggingFace.
 
-The code points are never typed in by hand: two oracles (`derive`) scan them in contexts drawn
-from the model's pipeline (`contexts`, `scan`), and the result is a record (`records`) keyed by
-what decides it and the library versions it was derived on. A replica with no record derives
-one within a budget (`bound`); the full scan is offline (`offline`, `tokbackend guard --full`).
+Two oracles (`derive`) scan the code points in contexts drawn from the model's pipeline, and the
+result is a record (`records`); a replica with no record derives one within a budget (`bound`).
 """
 
 from __future__ import annotations
@@ -45,12 +43,8 @@ DERIVATION_BUDGET = DerivationBudget(seconds=10.0, megabytes=500)
 
 @dataclasses.dataclass(frozen=True)
 class GuardSettings:
-    """Where `accelerate()` reads guard records from, and what a derivation there may scan and
-    spend (`AccelerationOptions(guard=...)`, so a test or an operator passes its own).
-
-    code_points: what a derivation scans; None: the plan in `derive`. shipped_records: searched
-    after $TOKBACKEND_GUARD_DIR and before the cache.
-    """
+    """Where `accelerate()` reads guard records from, and what a derivation there may scan
+    (None: the plan in `derive`) and spend (`AccelerationOptions(guard=...)`)."""
 
     budget: DerivationBudget = DERIVATION_BUDGET
     code_points: tuple[int, ...] | None = None
@@ -58,11 +52,8 @@ class GuardSettings:
 
 
 class UnicodeGuard:
-    """Answers, cheaply, whether a text contains any of the divergent code points.
-
-    ASCII text costs a flag test; a few code points are searched for as substrings; more cost
-    one UTF-32 view, and a table lookup of its code points from the smallest divergent one up.
-    """
+    """Answers, cheaply, whether a text contains any of the divergent code points (a few as
+    substrings, more by a table lookup of its UTF-32 view)."""
 
     FEW = 8
 
@@ -80,8 +71,6 @@ class UnicodeGuard:
         if self._few is not None:
             return any(character in text for character in self._few)
         units = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-        # only code points from the smallest divergent one up are looked up: in mostly ASCII or
-        # Latin text that is a few percent of them
         units = units[units >= self._smallest]
         return bool(units.size) and bool(np.take(cast("np.ndarray", self._table), units, mode="clip").any())
 
@@ -109,8 +98,7 @@ class UnicodeGuard:
         return f"{counted(len(self.code_points), 'code point')}; " + "; ".join(parts) + f"; {self.source()}"
 
     def source(self) -> str:
-        """Which record applies and why it matched: 'gigatoken-p….json (shipped; pipeline NFC +
-        Sequence[...]; tokenizers 0.23.3, gigatoken 0.10.0)', for the start-up line and verify."""
+        """Which record applies and why it matched, for the start-up line and verify."""
         if not self.record:
             return "no record"
         if "path" in self.record:
@@ -150,10 +138,9 @@ def load_guard(
 ) -> UnicodeGuard:
     """The guard for this tokenizer and backend class `kind` under `mode` ("derive", "refuse" or "off").
 
-    A derivation builds throw-away instances of `kind` (`derive.scanning_instances`); `served`:
-    the served tokenizer's and backend's encode, which its screen may use (`derive_fast`). Raises
-    GuardUnavailableError where no guard can be had: `mode` "refuse" without a record, `refuses()`
-    saying why not, a derivation refused or past `settings.budget` (then nothing is written).
+    `served`: the served pair's encode, for the screen (`derive_fast`). Raises GuardUnavailableError
+    where no guard can be had: "refuse" without a record, `refuses()` saying why, or a derivation
+    refused or past `settings.budget` (then nothing is written).
     """
     if mode == "off":
         return UnicodeGuard(frozenset())
@@ -176,7 +163,6 @@ def load_guard(
     from tokbackend._guard.derive import derive_fast, scanning_instances
 
     with derivation_lock(cache_dir, key):
-        # another process may have derived it while this one waited for the lock
         record, _ = find_record(key, cache_dir, versions, settings.shipped_records)
         if record is not None:
             logger.info("using the guard record another process derived: %s", record["path"])

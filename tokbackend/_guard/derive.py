@@ -1,13 +1,9 @@
 """Deriving a guard record: the fast derivation a fresh replica runs, and the full scan.
 
-Two oracles compare a backend with HuggingFace: "boundaries" (`boundaries`, byte-level BPE only:
-its record is the pipeline's) and "ids", the model's own vocabulary (its record is the model's).
-`derive_fast` scans where engines can differ (`candidates`) and screens a sample of the rest;
-`derive_record`, offline, scans every plane with assigned characters in every context and the
-others, whose properties the Unicode stability policy fixes, through a screen. Both first refuse a
-backend wrong on ASCII text, which no guard can send to HuggingFace. Derivations encode with their
-own backend instances, never counting toward the served one's cache renewals; only the start-up
-screen with the "ids" oracle uses the served pair, to build no second instance on that path.
+Two oracles compare a backend with HuggingFace: "boundaries" (byte-level BPE only: a pipeline
+record) and "ids", the model's own vocabulary (a model record). `derive_fast` scans where engines
+can differ (`candidates`) and screens a sample of the rest; `derive_record`, offline, scans the
+planes with assigned characters and screens the others. Both first refuse a backend wrong on ASCII.
 """
 
 from __future__ import annotations
@@ -47,7 +43,6 @@ def _hf_encoder(tokenizer_json: str) -> BatchEncoder:
     tokenizer.no_padding()
 
     def encode_batch(texts: list[str]) -> list[list[int]]:
-        # no offsets: the same ids, a third sooner
         return [encoding.ids for encoding in tokenizer.encode_batch_fast(texts, add_special_tokens=False)]
 
     return encode_batch
@@ -63,9 +58,8 @@ _FORMS_DISAGREE = [-1]
 
 
 def in_every_call_form(backend: EncodeBackend) -> BatchEncoder:
-    """`backend`'s batch encode, answering a text's ids only where every call form a lane serves
-    agrees on them (a batch and one text, each as lists and as arrays: each a path of its own in a
-    backend); elsewhere ids that differ from HF's, so the text's code point is guarded."""
+    """`backend`'s batch encode, answering a text's ids only where every call form (batch or one,
+    lists or arrays) agrees on them; elsewhere ids that differ from HF's, so the text is guarded."""
 
     def encode_batch(texts: list[str]) -> list[list[int]]:
         forms = (
@@ -91,16 +85,14 @@ def core_contexts(contexts: list[ScanContext], per_family: int = 2) -> list[Scan
 def refuse_inexact_on_ascii(
     encoders: Encoders, contexts: list[ScanContext], what: str, meter: DerivationMeter | None = None
 ) -> None:
-    """Raise GuardUnavailableError at the first ASCII-only text (an ASCII code point in an ASCII
-    context) on which the backend differs from HuggingFace (`encoders`: HF's, the backend's): no
-    guard sends such a text to HuggingFace, so none makes the backend exact. `what`: for the message."""
+    """Raise GuardUnavailableError at the first ASCII-only text on which the backend differs from
+    HuggingFace: no guard sends such a text to HuggingFace. `what`: for the message."""
     reference, candidate = encoders
     for context in [context for context in contexts if context.template.isascii()]:
         found = scan(reference, {"backend": candidate}, [context], list(range(0x80)), meter=meter)["backend"].divergent[context]
         if not found:
             continue
-        # the code point in its context, alone or between the line breaks of the scan's strings
-        # (where `scan._culprits` may have found it)
+        # the code point in its context, alone or between line breaks (as `scan._culprits` frames it)
         text = context.format(chr(found[0]))
         example = f"ASCII text: U+{found[0]:04X} in the context {context.template!r} among the scan's other code points"
         for framed in (text, f"\n{text}\n"):
@@ -114,8 +106,7 @@ def refuse_inexact_on_ascii(
 
 
 def code_points_to_scan(reference: BatchEncoder, candidates: dict[str, BatchEncoder]) -> list[int]:
-    """The planes every scan covers: the full planes, plus any screened plane in which the
-    screen contexts show a difference between `reference` and any of `candidates`."""
+    """The full planes, plus any screened plane where the screen shows a difference."""
     screened = scan(reference, candidates, SCREEN_CONTEXTS, plane_code_points(SCREENED_PLANES))
     flagged = {code_point >> 16 for report in screened.values() for code_point in report.all_divergent}
     return plane_code_points(set(FULL_PLANES) | flagged)
@@ -128,8 +119,7 @@ def run_oracles(
     code_points: list[int] | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, ScanReport]:
-    """{"ids": report, "boundaries": report (where that oracle applies)}; `code_points`: scan
-    exactly these in every context, no screen (default: the plan in the module docstring)."""
+    """{"ids": report, "boundaries": report (where it applies)}; `code_points`: these, no screen."""
     contexts = derive_contexts(tokenizer_json) if contexts is None else contexts
     oracles = {"ids": tokenizer_json, "boundaries": boundary_tokenizer_json(tokenizer_json)}
     encoders = {oracle: _encoder_pair(text, build_backend) for oracle, text in oracles.items() if text is not None}
@@ -177,12 +167,10 @@ def derive_fast(
     served: Encoders | None = None,
     ascii_probed: bool = False,
 ) -> GuardRecord:
-    """The fast derivation (see the module docstring): the screen of the sample, then every
-    candidate run and the run around each code point the screen found. `code_points`: scan
-    exactly these in every context instead. `budget`: raises DerivationOverBudget past it (none by
-    default, as offline), having written nothing. `served`: (HF's, the backend's) encode of this
-    very tokenizer, for the screen. `ascii_probed`: the caller has refused a backend wrong on
-    ASCII already (`load_guard(refuses=...)`), so the screen skips that comparison."""
+    """The fast derivation: the screen of the sample, then every candidate run and the run around
+    each code point the screen found (`code_points`: these instead). `budget`: raises
+    DerivationOverBudget past it. `served`: this tokenizer's (HF, backend) encode, for the screen.
+    `ascii_probed`: the caller has refused a backend wrong on ASCII already."""
     started = time.perf_counter()
     what = f"the {backend_name} guard for {describe_pipeline(tokenizer_json)}"
     meter = DerivationMeter(budget, what)
@@ -206,7 +194,6 @@ def derive_fast(
         screen = served if served is not None and oracle == "ids" else None
         if not ascii_probed:
             refuse_inexact_on_ascii(screen or own_encoders(), contexts, what, meter)
-        # the runs around what the screen found (each up to 8,193 code points, read one by one)
         widened = []
         for point in (found := scanned(samples, SCREEN_CONTEXTS, screen).all_divergent):
             widened.append(run_around(point))
@@ -222,9 +209,8 @@ def derive_fast(
 
 
 def _spread_over_runs(report: ScanReport, runs: list[tuple[int, int]]) -> tuple[ScanReport, list[tuple[int, int]]]:
-    """What the representatives' scan says of every code point (every engine reads a run alike,
-    `history`): a run whose representatives all diverge in the same contexts diverges there whole,
-    one where none diverges nowhere; a run whose representatives disagree is returned, to scan whole."""
+    """The representatives' scan spread over their runs (every engine reads a run alike); the runs
+    whose representatives disagree are returned, to scan whole."""
     contexts_of: dict[int, frozenset[ScanContext]] = {}
     for context, found in report.divergent.items():
         for point in found:
@@ -252,8 +238,7 @@ def _record(
     started: float,
 ) -> GuardRecord:
     union = sorted({code_point for report in reports.values() for code_point in report.all_divergent})
-    # The record is the pipeline's when the vocabulary-free oracle ran and the model's own
-    # vocabulary showed nothing more; otherwise it holds what this vocabulary does.
+    # The pipeline's record where the vocabulary-free oracle found all there was.
     boundaries = set(reports["boundaries"].all_divergent) if "boundaries" in reports else None
     model_scope = boundaries is None or not set(union) <= boundaries
     return {
@@ -263,7 +248,6 @@ def _record(
         "pipeline": key.pipeline,
         "pipeline_description": describe_pipeline(tokenizer_json),
         "model_fingerprint": key.model if model_scope else None,
-        # the ids oracle encodes with the model's vocabulary and its added tokens: keyed by both
         **({"vocabulary_fingerprint": key.vocabulary} if model_scope else {}),
         "applies_to": [versions],
         "derivation": derivation,

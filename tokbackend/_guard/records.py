@@ -1,11 +1,8 @@
-"""Guard records on disk: their keys, where they are looked up, the versions they hold for, and
-the lock that lets one process per machine derive a missing one.
+"""Guard records on disk: their keys, where they are looked up, and the lock that lets one process
+per machine derive a missing one.
 
-A record is keyed by what decides it: the pipeline up to the model (scope "pipeline",
-`pipeline_fingerprint`) where the vocabulary-free oracle found all there was; otherwise also the
-model with its added tokens (scope "model", `vocabulary_fingerprint`), so a changed tokenizer
-never reuses another's record. Records of the earlier format (2, keyed by the whole model) are
-still read, until re-derived.
+A record is keyed by the pipeline up to the model (scope "pipeline") where the vocabulary-free
+oracle found all there was, otherwise also by the model with its added tokens (scope "model").
 """
 
 from __future__ import annotations
@@ -33,16 +30,14 @@ RECORD_FORMAT = 3
 LEGACY_FORMAT = 2  # keyed by backend and model fingerprint; still read
 # The model fields (before its vocabulary) that a pipeline record depends on.
 _PIPELINE_MODEL_FIELDS = re.compile(r'"(type|dropout)":\s*("[^"]*"|[-0-9.eE]+|null|true|false)')
-# ... and those the boundary oracle keeps too, which change its ids where set (keyed only then,
-# so the keys of every record derived without them stay as they were).
+# ... and those that change the boundary oracle's ids where set (keyed only then).
 _SUBWORD_AFFIXES = ("continuing_subword_prefix", "end_of_word_suffix")
 GuardRecord = dict[str, Any]  # a record as its JSON file holds it
 
 
 @functools.cache
 def installed_version(library: str) -> str:
-    """`library`'s installed version, read once per process: one replaced under a running process
-    is not the one it imported either."""
+    """`library`'s installed version, read once per process (as it was imported)."""
     try:
         return version(library)
     except PackageNotFoundError:
@@ -50,11 +45,8 @@ def installed_version(library: str) -> str:
 
 
 def model_fingerprint(tokenizer_json: str) -> str:
-    """Hash of normalizer, pre-tokenizer and model (vocab, merges), added tokens left out.
-
-    Only the small sections are parsed (a large vocabulary takes seconds); the model section,
-    which HF's serializer writes last, is hashed as text.
-    """
+    """Hash of normalizer, pre-tokenizer and model (vocab, merges), added tokens left out; the model
+    section is hashed as text (parsing a large vocabulary takes seconds)."""
     sections = top_level_sections(tokenizer_json)
     digest = hashlib.sha256(_steps(sections, lambda node: node))
     model = sections.get("model")
@@ -65,8 +57,7 @@ def model_fingerprint(tokenizer_json: str) -> str:
 
 
 def vocabulary_fingerprint(tokenizer_json: str) -> str:
-    """Hash of what the ids oracle's derivation depends on beyond the pipeline: `model_fingerprint`
-    and the added tokens (which split text before the model sees it)."""
+    """Hash of `model_fingerprint` and the added tokens: what the ids oracle depends on."""
     sections = top_level_sections(tokenizer_json)
     digest = hashlib.sha256(model_fingerprint(tokenizer_json).encode("ascii"))
     digest.update(json.dumps(sections.get("added_tokens"), sort_keys=True, ensure_ascii=False).encode("utf-8"))
@@ -74,8 +65,7 @@ def vocabulary_fingerprint(tokenizer_json: str) -> str:
 
 
 def pipeline_fingerprint(tokenizer_json: str) -> str:
-    """Hash of the pipeline up to the model: normalizer, pre-tokenizer, model type and dropout,
-    and a subword prefix or suffix where set, in a canonical form (`_canonical`)."""
+    """Hash of the pipeline up to the model (normalizer, pre-tokenizer, model type, dropout, affixes)."""
     sections = top_level_sections(tokenizer_json)
     digest = hashlib.sha256(_steps(sections, _canonical))
     head = model_head(sections).split('"vocab"', 1)[0]
@@ -92,14 +82,12 @@ def _steps(sections: dict[str, Any], form: Callable[[object], object]) -> bytes:
     return b"".join(part.encode("utf-8") + b"\0" for part in parts)
 
 
-# Fields that change offsets only, never ids: two files that differ in them share a record
-# (Qwen's published tokenizer.json has ByteLevel trim_offsets false, a converted one true).
+# Fields that change offsets only, never ids: two files that differ in them share a record.
 _OFFSETS_ONLY = frozenset({"trim_offsets"})
 
 
 def _canonical(node: object) -> object:
-    """A normalizer or pre-tokenizer with what cannot change ids left out: offset-only fields,
-    and an empty Sequence (which does nothing) as none at all."""
+    """A normalizer or pre-tokenizer without what cannot change ids (offset-only fields, no-ops)."""
     if isinstance(node, list):
         return [_canonical(item) for item in node]
     if not isinstance(node, dict):
@@ -155,10 +143,9 @@ def record_key(tokenizer_json: str, family: str) -> RecordKey:
 def find_record(
     key: RecordKey, cache_dir: Path, versions: dict[str, str], shipped: Path = SHIPPED_RECORDS
 ) -> tuple[GuardRecord | None, GuardRecord | None]:
-    """(a record valid for `versions`, or None; any record found, for saying why it is stale),
-    searching $TOKBACKEND_GUARD_DIR, `shipped`, then the cache. A returned record carries `path` and
-    `matched` ("pipeline", "model" or "model, earlier format"). A damaged record is passed over (a
-    WARNING names it); one in the cache is removed, so that the derivation that follows writes it anew."""
+    """(a record valid for `versions` or None, any record found), searching $TOKBACKEND_GUARD_DIR,
+    `shipped`, then the cache; a found record carries `path` and `matched`. A damaged record is
+    passed over (a WARNING names it), and removed where it is in the cache."""
     stale = None
     baked = os.environ.get(BAKED_RECORDS_ENV)
     for directory in [*([Path(baked)] if baked else []), shipped, cache_dir / "guards"]:
@@ -190,9 +177,7 @@ def find_record(
 
 
 def write_record(record: GuardRecord, directory: Path) -> Path:
-    """Write atomically (readers in other processes never see half a file). A record that
-    found exactly what one already in `directory` found is merged into it: the versions it
-    was derived on are added to that record's `applies_to`."""
+    """Write atomically; a record that found what one in `directory` found adds its versions to it."""
     directory.mkdir(parents=True, exist_ok=True)
     record = {key: value for key, value in record.items() if key not in ("path", "matched", "matched_versions")}
     if record.get("format") == LEGACY_FORMAT:
@@ -215,8 +200,8 @@ def write_record(record: GuardRecord, directory: Path) -> Path:
 
 @contextlib.contextmanager
 def derivation_lock(cache_dir: Path, key: RecordKey) -> Iterator[None]:
-    """Held while one process derives a record; the others block here, then find it. Not POSIX,
-    or a cache directory that cannot be written (`kept_in_cache`): no lock, each process derives on its own."""
+    """Held while one process derives a record; the others block, then find it (no lock off POSIX,
+    or where the cache cannot be written)."""
     try:
         import fcntl
     except ImportError:
