@@ -9,9 +9,7 @@ token under `split_special_tokens`. `lstrip` and `rstrip` widen a match over the
 it (never back into the previous match). What is left between the matches is encoded piece by piece.
 
 `AddedTokens.split` is that rule, in raw text; `AddedTokens.for_backend` is the split a backend may
-be handed: pieces in which no added token could be found again by anyone. Where one pass over every
-token is the same rule (`AddedTokens.one_pass`: no flags, one kind of token), a backend's own
-leftmost-longest handling of whole texts is exact too.
+be handed: pieces in which no added token could be found again by anyone.
 """
 
 from __future__ import annotations
@@ -110,12 +108,10 @@ class AddedTokens:
         for token in tokens:
             if token.normalized:
                 by_normalized.setdefault(normalize(token.content) if normalize else token.content, token)
-        # A token the normalizer empties matches everywhere, inside characters too: HF panics or
-        # runs out of memory on such text. Nothing is split here, HF answers (and fails) alone.
+        # A token the normalizer empties matches everywhere (HF panics): HF answers alone.
         self.hf_only = by_normalized.pop("", None) is not None
         self._normalized = _Pass(by_normalized)
-        # Every content either pass could find in raw text: a text without one splits into itself
-        # (but where a normalizer may turn it into one, `may_hold_token` says so).
+        # Every content either pass could find in raw text.
         contents = {*self.ids, *by_normalized}
         self.pattern = re.compile(_alternation(contents)) if contents else None
         self.one_pass = (
@@ -153,15 +149,12 @@ class AddedTokens:
         return self._normalize is not None and not (self._ascii_preserving and text.isascii())
 
     def split(self, text: str, split_special_tokens: bool = False) -> list[Part] | None:
-        """HF's split of `text`: its pieces (non-empty, raw text) and added tokens' ids, in order;
-        None where a normalized token is matched in a piece the normalizer changes (the piece
-        cannot be told in raw text)."""
+        """HF's split of `text`: its pieces (raw text) and added tokens' ids, in order; None where a
+        normalized token is matched in a piece the normalizer changes."""
         return self._split(text, split_special_tokens, strict=False)
 
     def for_backend(self, text: str) -> list[Part] | None:
-        """`split(text)` where no piece holds the content of any added token (a backend encoding a
-        piece alone then finds none, whatever its own rule); None where one does (a match dropped
-        for `single_word`, a content the normalizer hides) or `split` gives None."""
+        """`split(text)` where no piece holds the content of any added token, else None."""
         if self.one_pass:
             if self._one_pass_split is None:
                 return [text] if text else []
@@ -200,8 +193,7 @@ class AddedTokens:
             return [piece]
         if normalized != piece or None in found:
             return None
-        # HF encodes these pieces without normalizing them again; a backend handed one normalizes
-        # it: the same only where that leaves it as it is (not so for Strip or Prepend)
+        # HF does not normalize these pieces again, a backend does: alike only where that changes nothing
         normalize = self._normalize
         if normalize is not None and any(isinstance(part, str) and normalize(part) != part for part in found):
             return None
@@ -230,9 +222,8 @@ class AddedTokens:
 
 
 def _alternation(contents: Iterable[str]) -> str:
-    """A regular expression matching the leftmost-longest of `contents` (longest first: Python's
-    leftmost-first alternation is then leftmost-longest), their common prefix pulled out so the
-    engine skips to candidates ("<" for most models' special tokens)."""
+    """A regular expression matching the leftmost-longest of `contents` (longest first), their
+    common prefix pulled out so the engine skips to candidates."""
     alternatives = sorted(contents, key=len, reverse=True)
     prefix = os.path.commonprefix(alternatives) if len(alternatives) > 1 else ""
     rest = "|".join(re.escape(content[len(prefix) :]) for content in alternatives)
