@@ -1,9 +1,6 @@
-"""The code-point scan: every code point, in every scan context, through a reference and a
-candidate encoder.
-
-Code points are packed 64 to a string, one context per line, and encoded `BATCH` at a time; a
-string whose ids differ is re-checked one code point at a time to name the code points responsible.
-"""
+"""The code-point scan: every code point, in every scan context, through a reference and candidate
+encoders; code points are packed 64 to a string, and a string whose ids differ is searched for the
+code points responsible."""
 
 from __future__ import annotations
 
@@ -18,8 +15,7 @@ from tokbackend._wording import counted
 from tokbackend.backends._base import BatchEncoder
 
 _PER_STRING = 64
-# Code points per batch call: a derivation's budget is checked between two, so a bound is overrun
-# by about one batch (milliseconds), or by the culprit search of one batch whose strings all differ.
+# Code points per batch call; a derivation's budget is checked between two.
 BATCH = 512
 PLANE = 0x10000
 
@@ -102,14 +98,12 @@ def scan(
     meter: DerivationMeter | None = None,
 ) -> dict[str, ScanReport]:
     """Compare each candidate with `reference` on every code point in every context, checking
-    `meter` (a derivation's budget) after each batch. The reference (usually HuggingFace, the slow
-    side) runs once per context for all candidates."""
+    `meter` (a derivation's budget) after each batch."""
     started = time.perf_counter()
     divergent: dict[str, dict[ScanContext, list[int]]] = {name: {} for name in candidates}
     groups = [code_points[start : start + _PER_STRING] for start in range(0, len(code_points), _PER_STRING)]
     per_batch = BATCH // _PER_STRING
-    # the candidates encode on threads of their own while the reference does (both release the
-    # GIL); one thread a candidate for the whole scan, not one a batch
+    # the candidates encode on threads of their own while the reference does (both release the GIL)
     with ThreadPoolExecutor(max_workers=len(candidates) or 1, thread_name_prefix="tokbackend-scan") as threads:
         for index, context in enumerate(contexts):
             found = {name: divergent[name].setdefault(context, []) for name in candidates}
@@ -131,9 +125,8 @@ def scan(
 
 
 def _culprits(reference: BatchEncoder, candidate: BatchEncoder, group: Sequence[int], context: ScanContext) -> list[int]:
-    """The code points of a differing group that differ on their own: first alone in the
-    context, then framed by the group's line breaks (a trailing newline is where a punctuation
-    run such as ` ?[^\\s\\p{L}]+[\\r\\n]*` shows a class difference), then by halving the group."""
+    """The code points of a differing group that differ on their own: alone in the context, then
+    framed by line breaks (where a punctuation run shows a class difference), then by halving."""
     for frame in ("{}", "\n{}\n"):
         singles = [frame.format(context.format(chr(code_point))) for code_point in group]
         expected, actual = reference(singles), candidate(singles)
@@ -151,6 +144,5 @@ def _culprits(reference: BatchEncoder, candidate: BatchEncoder, group: Sequence[
         ]
         if found:
             return found
-    # The difference needs these neighbours to show: keep the whole group, so a guard built
-    # from this scan errs toward HuggingFace.
+    # The difference needs these neighbours to show: the whole group errs toward HuggingFace.
     return list(group)
