@@ -31,11 +31,8 @@ class AccelerationOptions:
         code point once, then cached), "refuse" (fast path off, logged; an error with
         strict=True), or "off" (no guard: only for backends known to be exact).
     cache_budget_mib: how far the caches of a backend that never evicts (gigatoken) may grow the
-        resident memory: at a quarter of it a fresh instance is built and swapped in, the rest is
-        headroom while it is built (the fresh instance's own memory comes on top, until the old
-        one is freed); None: unbounded.
-    segment_cache_mib: the segment cache's budget (ids of the text between added tokens, reused
-        across requests that resend earlier turns; docs/segment-cache.md); None turns it off.
+        resident memory: at a quarter of it a fresh instance is swapped in; None: unbounded.
+    segment_cache_mib: the segment cache's budget (docs/segment-cache.md); None turns it off.
     segment_cache_steps_aside: while the traffic reuses less than an eighth of its text, most
         calls skip the segment cache (a sampled eighth keep looking). False: every call uses it.
     guard: where guard records are read from and what a derivation at accelerate() time may
