@@ -1,9 +1,7 @@
 """Lanes and routings: which backend, with which Unicode guard, answers which call.
 
-A lane is one backend built for one tokenizer, with the guard derived for that backend. A
-routing names the lane that answers every call, and why, and encodes through it: texts the
-lane's guard flags go to HuggingFace, the rest to the backend. `NoExactBackend` is the one
-shape of "no backend can serve this tokenizer exactly".
+A lane is one backend built for one tokenizer, with its guard; a routing names the lane that
+answers every call, and why. `NoExactBackend`: no backend can serve this tokenizer exactly.
 """
 
 from __future__ import annotations
@@ -30,9 +28,8 @@ if TYPE_CHECKING:
     from tokbackend._options import AccelerationOptions
     from tokbackend._reference import Reference
 
-# Up to this many texts of a `one_by_one` call (a segment-cache request's misses: often one long
-# message) get single-text calls, which split a long text across the pool where a batch call
-# gives each text one thread (`bench/backends.py cache-cost`).
+# Up to this many texts of a `one_by_one` call get single-text calls, which split a long text
+# across the pool where a batch call gives each text one thread.
 FEW_TEXTS = 4
 
 
@@ -45,9 +42,8 @@ class Shortfall(str, enum.Enum):
 
 
 class NoExactBackend(TokbackendError):
-    """Raised by routing; `reason` is what `stats()["disabled_reason"]` shows, `strict_message`
-    what `FastPathError` says with strict=True. `routing` and `probe_seconds`: what was built and
-    probed before the shortfall was found, where anything was."""
+    """Raised by routing; `reason` is `stats()["disabled_reason"]`, `strict_message` what
+    `FastPathError` says, `routing` and `probe_seconds` what was built and probed before."""
 
     def __init__(
         self,
@@ -88,10 +84,8 @@ class Routing:
     def encode(
         self, texts: list[str], hf_ids: BatchEncoder, one_by_one: bool = False, arrays: bool = False
     ) -> tuple[list[Any], set[int]]:
-        """(ids of each text, indexes of the texts the Unicode guard sent to HuggingFace): the
-        lane's backend answers the others, in one batch call, or one single-text call each for
-        one text or, with `one_by_one`, at most `FEW_TEXTS` texts.
-        With `arrays`, every text's ids are an `array('q')` (from the backend's own buffer)."""
+        """(ids of each text, indexes of the texts the Unicode guard sent to HuggingFace); the
+        backend answers the others (`array('q')`s with `arrays`)."""
         lane = self.lane
         if len(texts) == 1:  # the common call, without the bookkeeping of a batch
             text = texts[0]
@@ -121,15 +115,9 @@ class Routing:
 
 
 def build_lane(name: str, tokenizer_json: str, options: AccelerationOptions, reference: Reference) -> Lane:
-    """Build backend `name` for this tokenizer.json (bounded by the cache budget where its caches
-    never shrink) with its exact guard. Raises BackendUnavailableError (a panic or any other
-    error too, named) and GuardUnavailableError.
-
-    The backend loads on a thread of its own while the guard is found or derived (both release
-    the GIL); a derivation screens on `reference` and this backend, building no second instance.
-    Before deriving (with `options.probe`) the backend is probed on ASCII (`ascii_probe`): one
-    wrong there is refused in milliseconds rather than after a scan of most of an hour. Any
-    derivation stops past `options.guard.budget`."""
+    """Build backend `name` for this tokenizer.json with its exact guard, the backend loading on
+    a thread of its own meanwhile; one wrong on ASCII is refused before any derivation. Raises
+    BackendUnavailableError (any error, named) and GuardUnavailableError."""
     try:
         with PanicConverter(name, "building its lane", BackendUnavailableError):
             kind = backend_class(name)
@@ -170,10 +158,8 @@ def build_lane(name: str, tokenizer_json: str, options: AccelerationOptions, ref
 def probed_lane(
     name: str, tokenizer_json: str, options: AccelerationOptions, reference: Reference, model: str, pieces_of: PiecesOf
 ) -> tuple[Lane, float]:
-    """(backend `name`'s lane, seconds spent probing it where `options.probe`, on texts handed
-    over as `pieces_of` says); raises
-    NoExactBackend where it cannot load, its guard is refused or the boot probe finds a mismatch
-    (then with the lane built, as the routing a named backend would have had)."""
+    """(backend `name`'s lane, seconds spent probing it); raises NoExactBackend where it cannot
+    load, its guard is refused or the boot probe finds a mismatch."""
     try:
         lane = build_lane(name, tokenizer_json, options, reference)
     except BackendUnavailableError as error:
