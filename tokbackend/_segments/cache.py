@@ -1,11 +1,9 @@
 """The segment cache: the ids of pieces of text between added tokens, and the prefix memo.
 
-A text's ids are its pieces' and added tokens' ids concatenated, so a piece seen before (a system
-prompt, tool schemas, earlier turns) need not be encoded again. `SegmentCache` is bounded by a
-byte budget, evicting in insertion order with a second chance for pieces hit since the last sweep.
-A hit takes no lock (a dict read and a dict write, each atomic under the GIL); inserts and
-eviction take the cache's lock. The prefix memo remembers recent texts with their ids up to their
-last added token, so an agent's next turn, which starts with its last, splits only what follows.
+A piece seen before (a system prompt, earlier turns) need not be encoded again. `SegmentCache` is
+bounded by a byte budget, evicting in insertion order with a second chance for pieces hit since the
+last sweep; a hit takes no lock, inserts and eviction take the cache's lock. The prefix memo
+remembers recent texts with their ids up to their last added token, for an agent's next turn.
 """
 
 from __future__ import annotations
@@ -18,8 +16,7 @@ from typing import Any, NamedTuple, TypeAlias
 from tokbackend._process.forking import fork_safe_lock
 from tokbackend._segments.splitter import AddedTokenSplitter, Piece, text_of
 
-# The budget to turn it on with (`segment_cache_mib=DEFAULT_SEGMENT_CACHE_MIB`): docs/segment-cache.md
-# says what it holds and the measurements behind it.
+# The default budget: docs/segment-cache.md says what it holds and the measurements behind it.
 DEFAULT_SEGMENT_CACHE_MIB = 64
 # Bytes a cached piece's ids cost: as a list, 8 an id and each int object (28); as an array, 8.
 _BYTES_PER_LISTED_ID = 36
@@ -34,9 +31,8 @@ _TAIL_CHARS = 64
 # repeats costs no copy and no eviction), remembering the hashes of the last _SEEN_LIMIT missed once.
 _ADMIT_AT_ONCE_CHARS = 256
 _SEEN_LIMIT = 16_384
-# Stepping aside: after _DRY_TEXTS texts in a row of which less than 1/_WORTH of the characters
-# were reused, only every _SAMPLE-th call goes through the cache until one finds enough again: a
-# miss costs the split, lookups and bookkeeping (`bench/backends.py cache-cost`) on every request.
+# Stepping aside: after _DRY_TEXTS texts in a row reusing less than 1/_WORTH of their characters,
+# only every _SAMPLE-th call goes through the cache until one finds enough again.
 _DRY_TEXTS = 32
 _SAMPLE = 8
 _WORTH = 8
@@ -47,10 +43,8 @@ Ids: TypeAlias = "list[int] | array[int]"
 
 
 class Prefix(NamedTuple):
-    """A text the memo remembers (not copied), where its last added token ends, and the ids of
-    text[:chars] as `chunks` concatenated (shared with the entry it grew from, plus one; each a
-    list or an array, as the call that made it asked), or None where only the text is remembered;
-    `tail` is compared before the whole text (`prefix_of`)."""
+    """A text the memo remembers, where its last added token ends, and the ids of text[:chars] as
+    `chunks` concatenated (None: only the text is remembered); `tail` is compared first."""
 
     text: str
     chars: int
@@ -83,8 +77,7 @@ class SegmentCache:
         self.bypassed = 0
 
     def consulted(self, texts: int) -> bool:
-        """Whether a call with this many texts goes through the cache; False (counted in
-        `bypassed`) while it is stepping aside and the call is not one of the sampled ones."""
+        """Whether a call with this many texts goes through the cache (not while stepping aside)."""
         if not self.stepping_aside:
             return True
         self._calls += 1
@@ -111,10 +104,8 @@ class SegmentCache:
         return ids
 
     def put_many(self, items: Iterable[tuple[str | Piece, Ids]], seen_twice: Set[str | Piece] = frozenset()) -> set[str | Piece]:
-        """Store the pieces the doorkeeper admits (seen before, or in `seen_twice`: more than once in
-        the caller's call), their ids as given (a list, or an array from a call for arrays).
-        Returns those stored: the others' ids were never visible to another thread, so the caller
-        may hand them out without a copy."""
+        """Store the pieces the doorkeeper admits (seen before, or in `seen_twice`) and return them:
+        the others' ids were never visible to another thread, so the caller may hand them out."""
         stored: set[str | Piece] = set()
         with self._lock:
             seen = self._seen
@@ -151,9 +142,7 @@ class SegmentCache:
             self.evictions += 1
 
     def prefix_of(self, text: str, splitter: AddedTokenSplitter) -> Prefix | None:
-        """The newest remembered text that `text` starts with and splits after the same way (an
-        entry without chunks only says that `text` extends an earlier request). Texts of agents
-        sharing a system prompt agree on their first characters, so their tails are compared first."""
+        """The newest remembered text that `text` starts with and splits after the same way."""
         for entry in self._prefixes:
             tail = entry.tail
             if (
@@ -167,9 +156,8 @@ class SegmentCache:
         return None
 
     def remember(self, text: str, chars: int, chunks: tuple[Ids, ...] | None, replaces: Prefix | None) -> None:
-        """Remember that text[:chars] (ending with an added token) has the ids `chunks` hold, or,
-        without chunks, only that `text` was requested (no copy of its ids: its next turn stores
-        them). `replaces`: the entry `text` was found under, which the new one covers."""
+        """Remember that text[:chars] has the ids `chunks` hold (None: only that `text` was asked
+        for); `replaces`: the entry `text` was found under."""
         count = 0
         if chunks is not None:
             count = sum(map(len, chunks))
