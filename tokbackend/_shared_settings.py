@@ -1,18 +1,10 @@
 """The per-call settings on HuggingFace's shared Rust tokenizer, kept as HuggingFace alone keeps them.
 
-HF's `_encode_plus` sets the Rust tokenizer's truncation, padding and `encode_special_tokens`
-to what the call asks and leaves them so (`backend_tokenizer`, `save_pretrained` and pickles
-show the last call's). The Rust tokenizer is shared with the HF object `accelerate()` was given,
-so whatever reads either must find what HF's calls would have left. Two kinds of call of ours
-would break that: internal calls (the guard's hand-over, the probe, a result's Encodings) ask for
-other settings, and would turn a running user call's truncation off under it; fast-path answers
-set nothing.
-
-`SettingsGate` (one per Rust tokenizer, `gate_of`) admits HF calls together only while they ask
-for the same settings; an internal group puts back what HF's last call left. A fast answer leaves
-the settings HF's call would have left (`answered`), at once: it reads them only after an HF
-call through an accelerated object may have changed them (`dirty`), or where the call truncates.
-Calls through another object sharing the Rust tokenizer pass no gate: their race stays HF's own.
+HF's `_encode_plus` sets the Rust tokenizer's truncation, padding and `encode_special_tokens` to
+what the call asks and leaves them so. Our internal calls ask for other settings and fast-path
+answers set none, so `SettingsGate` (one per Rust tokenizer, `gate_of`) admits HF calls together
+only while they ask for the same settings, an internal group puts back what HF's last call left,
+and a fast answer leaves what HF's call would have left (`answered`).
 """
 
 from __future__ import annotations
@@ -29,8 +21,7 @@ from tokbackend._process.forking import after_fork_in_child, fork_safe_lock
 # (truncation, padding, encode_special_tokens) as the Rust tokenizer reports them
 Settings = tuple[Any, Any, bool]
 
-# What a plain call leaves (no truncation, no padding, special tokens recognized): every
-# `encode(text)` the fast path answers, and what internal calls ask for.
+# What a plain call leaves (no truncation, no padding, special tokens recognized).
 PLAIN: Settings = (None, None, False)
 
 
@@ -74,8 +65,7 @@ class SettingsGate:
         self.dirty = False
 
     def _open(self) -> None:
-        """No call inside: at start, and in a child forked while other threads were inside
-        (they do not exist there; what their group left to restore stays in `left`)."""
+        """No call inside: at start, and in a child forked while other threads were inside."""
         self._condition = threading.Condition(threading.Lock())
         self._holders = 0
         self._waiting = 0
@@ -84,8 +74,7 @@ class SettingsGate:
         self._owners = threading.local()  # how deep this thread is inside the gate
 
     def answered(self, rust: Any, settings: Settings) -> None:
-        """A fast-path answer (the one seam for it; the caller skips it for PLAIN while not
-        `dirty`): leave on the Rust tokenizer the settings HF's call would have left."""
+        """A fast-path answer: leave on the Rust tokenizer the settings HF's call would have left."""
         if read(rust) == settings:
             if settings is PLAIN and self.dirty:
                 with self._condition:
@@ -97,9 +86,8 @@ class SettingsGate:
 
     @contextlib.contextmanager
     def entered(self, rust: Any, key: Any, internal: bool) -> Iterator[None]:
-        """Around one HF `_encode_plus` asking for settings `key` (compared with ==). An internal
-        call leaves the settings as HF's last user-visible call left them; a user's call leaves
-        its own, as HF's does. A thread already inside (HF's call re-entering) just runs."""
+        """Around one HF `_encode_plus` asking for settings `key`; an internal call leaves the
+        settings as HF's last user-visible call left them. A thread already inside just runs."""
         depth = getattr(self._owners, "depth", 0)
         if not depth:
             self._enter(rust, key, internal)
@@ -143,9 +131,8 @@ class SettingsGate:
 
 
 _registry_lock = fork_safe_lock(sys.modules[__name__], "_registry_lock")
-# By the Rust tokenizer's id, with the accelerated tokenizers that use the gate: tokenizers 0.22's
-# Tokenizer takes no weak reference. While one of them lives, it holds the Rust tokenizer, so the
-# id is that tokenizer's; once none does, no call is inside and the entry may go.
+# By the Rust tokenizer's id (it takes no weak reference), with the accelerated tokenizers that
+# hold it: once none lives, the entry may go.
 _gates: dict[int, tuple[SettingsGate, weakref.WeakSet[object]]] = {}
 
 
@@ -156,8 +143,7 @@ def _after_fork_in_child() -> None:
 
 
 def gate_of(rust: Any, owner: object) -> SettingsGate:
-    """The one gate of a Rust tokenizer, however many accelerated objects (`owner`: one of them,
-    holding `rust`) share it."""
+    """The one gate of a Rust tokenizer, however many accelerated objects (`owner`) share it."""
     with _registry_lock:
         for key in [key for key, (_, owners) in _gates.items() if not owners]:
             del _gates[key]
