@@ -1,8 +1,7 @@
 """The narrow interface every encode backend implements: the low layer, below a hard cut.
 
-A backend is built from a tokenizer.json's text and its own typed options, and turns text into
-ids exactly as HuggingFace does with `add_special_tokens=False`: no kwargs, padding, tensors or
-BatchEncoding. Everything HuggingFace-shaped (which calls it may answer, which backend) is above.
+A backend is built from a tokenizer.json's text and its own typed options, and turns text into ids
+exactly as HuggingFace does with `add_special_tokens=False`; everything HuggingFace-shaped is above.
 """
 
 from __future__ import annotations
@@ -31,15 +30,13 @@ class BackendPanicError(TokbackendError, RuntimeError):
 
 
 def is_rust_panic(error: BaseException) -> bool:
-    """Whether `error` is pyo3's PanicException (made at run time in a module that cannot be
-    imported), a BaseException that would sail past every `except Exception` in a server."""
+    """Whether `error` is pyo3's PanicException, a BaseException that passes `except Exception`."""
     kind = type(error)
     return kind.__name__ == "PanicException" and kind.__module__ == "pyo3_runtime"
 
 
 def is_error(error: BaseException) -> bool:
-    """An error to report or answer with: any Exception, and a Rust panic; not KeyboardInterrupt,
-    SystemExit and the like, which go through."""
+    """An error to report or answer with: any Exception, and a Rust panic (not KeyboardInterrupt)."""
     return isinstance(error, Exception) or is_rust_panic(error)
 
 
@@ -53,8 +50,7 @@ def import_library(module: str, requirement: str) -> ModuleType:
 
 @contextlib.contextmanager
 def loading_tokenizer_json(library: str) -> Iterator[None]:
-    """Any failure to load a tokenizer.json, a Rust panic included, as BackendUnavailableError
-    with its first line."""
+    """Any failure to load a tokenizer.json, a Rust panic included, as BackendUnavailableError."""
     try:
         with PanicConverter(library, "loading"):
             yield
@@ -65,11 +61,7 @@ def loading_tokenizer_json(library: str) -> Iterator[None]:
 
 class PanicConverter:
     """`with PanicConverter(library):` re-raises a Rust panic inside `library` as `error_class`,
-    saying what it was `doing`, so that a panic is a reported error, never a thread that died.
-
-    A class, not a generator: it keeps no state, so one made once serves every call and thread,
-    and costs two Python frames a call where a generator-based context manager takes six.
-    """
+    saying what it was `doing` (a class: one made once serves every call, in fewer frames)."""
 
     def __init__(self, library: str, doing: str = "encoding", error_class: type[Exception] = BackendPanicError) -> None:
         self.library, self.doing, self.error_class = library, doing, error_class
@@ -82,8 +74,7 @@ class PanicConverter:
             raise self.converted(error) from None
 
     def converted(self, error: BaseException) -> BaseException:
-        """What to raise for `error`: a panic as `error_class`, any other as it is (for a hot
-        path's `try`/`except`, which costs no frame while nothing fails)."""
+        """What to raise for `error`: a panic as `error_class`, any other as it is."""
         if is_rust_panic(error):
             return self.error_class(f"{self.library} panicked while {self.doing}: {error}")
         return error
@@ -91,12 +82,8 @@ class PanicConverter:
 
 @runtime_checkable
 class EncodeBackend(Protocol):
-    """Text -> ids, for one tokenizer, safe to call from many threads at once.
-
-    Optional extras: `encode_array(text)` and `encode_batch_arrays(texts)`, the same ids as
-    `array('q')` from the backend's own buffer (`_arrays`); `auto_preference`, where "auto" tries
-    it (lower first, 50 when not declared); `preloads`, modules `tokbackend.preload()` imports.
-    """
+    """Text -> ids, for one tokenizer, safe to call from many threads at once. Optional extras:
+    `encode_array`, `encode_batch_arrays` (`_arrays`), `auto_preference` (default 50), `preloads`."""
 
     # Instance attributes (`RenewingBackend`, a wrapper, sets them on itself), so no ClassVar.
     name: str
@@ -116,17 +103,13 @@ class EncodeBackend(Protocol):
         """Backend-specific counters for `tokenizer.tokbackend.stats()`."""
 
     def prepare(self) -> None:
-        """Work that makes the first calls fast (a warm-up), run once while the
-        build is made, before `accelerate()` returns. May do nothing."""
+        """A warm-up, run once before `accelerate()` returns. May do nothing."""
 
 
 class BackendClass(Protocol):
-    """What the registry maps a name to: a class built as `Backend(tokenizer_json, options)`.
-
-    `Options` is its frozen dataclass of options; `options_for_scanning()` those of throw-away
-    instances (a guard derivation's, never prepared). It raises `BackendUnavailableError` for a
-    tokenizer.json it cannot serve.
-    """
+    """What the registry maps a name to: `Backend(tokenizer_json, options)`, raising
+    `BackendUnavailableError` for a tokenizer.json it cannot serve; `options_for_scanning()` are
+    the options of a guard derivation's throw-away instances."""
 
     Options: type
     name: str
