@@ -1,10 +1,8 @@
 """A fast-path result: HuggingFace's `BatchEncoding`, its `tokenizers.Encoding`s made when first read.
 
-Making HF's Encodings costs HF's whole encode, so a fast-path result holds a `_Pending` in their
-place. `BatchEncoding._encodings`, the attribute every HF method reads, becomes a data descriptor
-when this module is imported (the one change tokbackend makes to a HuggingFace class): on HF's own
-results it returns what `__init__` stored; a `_Pending` is computed once into a plain `list`, so
-C code, pickles and copies see what HF's gives. Ids, `dict(result)` and tensors compute nothing.
+A fast-path result holds a `_Pending` in their place: `BatchEncoding._encodings` becomes a data
+descriptor when this module is imported (the one change tokbackend makes to a HuggingFace class),
+computing it once into a plain `list`, so C code, pickles and copies see what HF's gives.
 """
 
 from __future__ import annotations

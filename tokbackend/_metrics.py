@@ -1,11 +1,7 @@
 """Prometheus metrics, where prometheus_client is importable: `METRICS`, else None (docs/metrics.md).
 
-This module is imported on first use (`AccelerationState()`, `build_for`), never with the
-package: prometheus_client chooses multiprocess mode when it is imported, from
-PROMETHEUS_MULTIPROC_DIR, and SGLang sets that after it has imported its plugins (this package).
-Python imports a module once per process, racing threads included, so the metrics are registered
-once, with no lock of ours; a forked child keeps them (prometheus_client starts its own files
-where the pid has changed).
+Imported on first use, never with the package: prometheus_client chooses multiprocess mode when it
+is imported, and SGLang sets PROMETHEUS_MULTIPROC_DIR after it has imported its plugins.
 """
 
 from __future__ import annotations

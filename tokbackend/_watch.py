@@ -1,14 +1,9 @@
 """Noticing, on every call and in microseconds, a change to anything an encode depends on.
 
 `fingerprint()` changes whenever the Rust tokenizer's added tokens, normalizer, pre-tokenizer,
-post-processor or model may have. Added tokens change only through `add_tokens` and
-`add_special_tokens`, which `watch()` shadows with wrappers that put a fresh marker in the
-object's `__dict__` (reading the added tokens themselves is slow). A model is replaced only by
-assigning `Tokenizer.model`, whose setter (made once per process, `_watch_model_assignments`)
-puts a marker of its own there too (reading a model's vocabulary and merges is slower still).
-`content()` is what a build is made from, without the added-token marker and identity: two
-tokenizers with equal content encode alike. Truncation and padding are left out: HF resets both
-before every encode.
+post-processor or model may have: `watch()` wraps `add_tokens` and `add_special_tokens`, and a
+`Tokenizer.model` setter (`_watch_model_assignments`), to put fresh markers in the object's
+`__dict__`. `content()` is what a build is made from: two tokenizers with equal content encode alike.
 """
 
 from __future__ import annotations

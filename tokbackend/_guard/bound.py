@@ -1,11 +1,8 @@
 """The bound on a guard derivation where one is served: how long it may take and how much memory.
 
-A backend wrong nearly everywhere widens the fast derivation to every code point, so the scan
-checks a `DerivationMeter` between batches (a backend blocked inside one call is not cut off), and
-a derivation past its `DerivationBudget` stops with `DerivationOverBudget`, writing nothing; the
-backend is then not exact for the tokenizer there, and `tokbackend guard MODEL --full` derives the
-record offline. Time is the lesser of wall-clock and CPU time (a loaded machine does not cut off a
-fair derivation); memory, the resident set's growth over its lowest since the start.
+The scan checks a `DerivationMeter` between batches, and a derivation past its `DerivationBudget`
+stops with `DerivationOverBudget`, writing nothing (`tokbackend guard MODEL --full` derives the
+record offline). Time is the lesser of wall-clock and CPU time; memory, the resident set's growth.
 """
 
 from __future__ import annotations

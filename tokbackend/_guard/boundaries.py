@@ -1,10 +1,8 @@
 """The "boundaries" oracle: a vocabulary in which every pre-token boundary next to a non-ASCII
-character shows in the ids, whatever the model's real merges are.
+character shows in the ids, whatever the model's real merges are (byte-level BPE tokenizers only).
 
-It keeps the model's normalizer and pre-tokenizer and swaps in a byte-level BPE vocabulary whose
-only merges join a non-ASCII character's edge bytes to its neighbours': no two share a byte, so
-each pair merges exactly when both characters are in one pre-token, and the single-byte ids left
-spell out the normalized text. Byte-level BPE tokenizers only.
+It keeps the model's normalizer and pre-tokenizer and swaps in a BPE vocabulary whose only merges
+join a non-ASCII character's edge bytes to its neighbours' within one pre-token.
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
 """The code points a fast derivation scans: where two engines' Unicode tables or rules can differ.
 
-Engines read a code point differently only where their tables differ (the UCD changed or newly
-assigned it) or their rules do (case folding, `\\s`). `candidate_runs` gives runs of code points
-each engine reads alike (one property history and UTF-8 length, Unicode 14.0, the oldest any
-engine here uses, to the newest: `history`): those whose properties changed between Unicode
-versions, and single code points where the pipeline's rules can differ (case relatives of the
-letters its regex matches case-insensitively, whitespace and format characters, combining marks
-for a composing normalizer). `sample` is the safety net over the rest; a divergence there widens
-the scan to the run around it (`run_around`).
+`candidate_runs` gives runs of code points each engine reads alike: those whose properties changed
+between Unicode versions (14.0 to the newest), and single code points where the pipeline's rules can
+differ (case relatives, whitespace and format characters, combining marks). `sample` is the safety
+net over the rest; a divergence there widens the scan to the run around it (`run_around`).
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """Scan contexts derived from a tokenizer's own pre-tokenizer and normalizer.
 
-A code point makes two engines disagree only where a property one reads differently (the split
-regex's classes, case folding, the normalizer's tables) moves a pre-token boundary or a normalized
-character: next to a neighbour of another class. So each code point is put, on both sides, next to
-every class and literal the pattern distinguishes, each contraction and its letters, digit runs,
-each kind of whitespace and, for a composing normalizer, repeats and marks of the extreme
-combining classes. Each context keeps its family, so a guard says what kind of divergence it saw.
+A code point makes two engines disagree only next to a neighbour of another class, so each is put
+on both sides of every class and literal the split regex distinguishes, contractions, digit runs,
+whitespace and, for a composing normalizer, combining marks. Each context keeps its family.
 """
 
 from __future__ import annotations

@@ -1,13 +1,11 @@
 """What a child made by os.fork() must not inherit; the one place tokbackend hooks `os.fork()`.
 
-- A Rust thread pool (rayon) has no workers in a forked child, and work handed to it there waits
-  forever: backends encode on the calling thread there (`in_forked_child`). Spawned children are
-  fresh interpreters and keep their parallel paths.
+- A Rust thread pool has no workers in a forked child: backends encode on the calling thread there
+  (`in_forked_child`).
 - A lock another thread held at the fork stays held in the child: every lock comes from
-  `fork_safe_lock`, and the child gets each one fresh (what it guards is set in single steps).
-- Anything else a module keeps for this process alone it resets in an `after_fork_in_child` hook
-  (run after the locks are fresh, in registration order); work the child must not be forked in
-  the middle of registers a wait with `before_fork`.
+  `fork_safe_lock`, and the child gets each one fresh.
+- Anything else a module keeps for this process it resets in an `after_fork_in_child` hook; work
+  the child must not be forked in the middle of registers a wait with `before_fork`.
 """
 
 from __future__ import annotations

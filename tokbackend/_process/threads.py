@@ -1,10 +1,8 @@
 """`BackgroundThread`: the one place tokbackend starts a thread (a guard's scan has a pool of its
-own): a backend's load beside its guard's derivation, a renewing backend's fresh instance,
-the background imports. `exiting()`: whether such work should stop between its steps.
+own). `exiting()`: whether such work should stop between its steps.
 
-The threads are not daemons (a daemon thread inside a backend's native code when the interpreter
-finalizes aborts the process), so an exiting interpreter joins them; work whose result nothing
-would use checks `exiting()` between its steps and stops.
+The threads are not daemons (a daemon thread inside native code at finalization aborts the
+process), so an exiting interpreter joins them.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """The gigatoken backend: SIMD BPE encode in Rust, on a shared rayon pool for batches and long texts.
 
-Every call goes through the batch entry points, a single text's too: they borrow the Rust
-tokenizer shared, whereas its single-text `encode` borrows it mutably and raises "Already
-borrowed" under concurrency. gigatoken 0.10 holds the GIL while it encodes and caches every
-distinct pretoken without bound (served through `RenewingBackend`), in a cache of each thread:
-a fresh pool thread meets its first texts several times slower, so `prepare()` warms them all.
+Every call goes through the batch entry points (its single-text `encode` borrows the tokenizer
+mutably and raises "Already borrowed" under concurrency). Its caches grow without bound (served
+through `RenewingBackend`) and are per thread, so `prepare()` warms every pool thread.
 """
 
 from __future__ import annotations

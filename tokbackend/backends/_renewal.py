@@ -1,10 +1,8 @@
 """A memory bound for a backend whose caches grow without bound (gigatoken 0.10): renew it.
 
-`RenewingBackend` adds up resident growth *during the wrapped backend's own calls* and, at a
-quarter of the budget, builds a fresh instance, whose library object has empty caches, on a
-thread of its own, and swaps it in once built; the old instance serves meanwhile, and the rest of
-the budget is headroom for what its caches grow in that time. Output never depends on the caches,
-only speed. No spare is kept ahead: a second instance's memory is needed only while it swaps.
+`RenewingBackend` adds up resident growth during the wrapped backend's own calls and, at a quarter
+of the budget, builds a fresh instance on a thread of its own and swaps it in; the old one serves
+meanwhile. Output never depends on the caches, only speed.
 """
 
 from __future__ import annotations
