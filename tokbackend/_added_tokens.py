@@ -222,8 +222,7 @@ class AddedTokens:
 
 
 def _alternation(contents: Iterable[str]) -> str:
-    """A regular expression matching the leftmost-longest of `contents` (longest first), their
-    common prefix pulled out so the engine skips to candidates."""
+    """A regular expression matching the leftmost-longest of `contents`, their common prefix pulled out."""
     alternatives = sorted(contents, key=len, reverse=True)
     prefix = os.path.commonprefix(alternatives) if len(alternatives) > 1 else ""
     rest = "|".join(re.escape(content[len(prefix) :]) for content in alternatives)

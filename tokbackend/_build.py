@@ -66,10 +66,8 @@ UNBUILT = Build(content=None)
 
 
 def build_for(reference: Reference, options: AccelerationOptions, content: Hashable, changed: bool = False) -> Build:
-    """A build for the reference's current state, whose `content` the caller has read. Raises
-    as `AccelerationOptions` documents; with `changed` (made during an encode call, after a
-    change to the tokenizer) a backend that cannot serve is logged and the fast path turned off
-    instead (strict=True still raises on inexactness)."""
+    """A build for the reference's current state; with `changed`, a backend that cannot serve
+    turns the fast path off instead of raising (strict=True still raises on inexactness)."""
     tokenizer_json = reference.tokenizer_json()
     model = reference.model
     segments, unsupported, added_tokens_to_hf = None, None, None
@@ -115,9 +113,8 @@ def build_for(reference: Reference, options: AccelerationOptions, content: Hasha
 
 
 def _pieces_of(tokens: AddedTokens, splits: bool) -> PiecesOf:
-    """How a build hands a text to its backend (`AccelerationState.answer`): whole where one pass
-    over the added tokens is HF's rule (the backend's own pass splits it) or none may occur in it;
-    else in pieces split here where they encode apart (`splits`), or not at all."""
+    """How a build hands a text to its backend: whole, in pieces split here where they encode
+    apart (`splits`), or not at all."""
     if tokens.one_pass:
         return lambda text: [text]
     if not splits:
@@ -126,8 +123,7 @@ def _pieces_of(tokens: AddedTokens, splits: bool) -> PiecesOf:
 
 
 def _prepare(routing: Routing) -> None:
-    """The serving lane's `prepare()` (its warm-up), while the build is made: the first requests
-    meet a warm backend and no warm-up running beside them. A warm-up that fails costs only speed."""
+    """The serving lane's warm-up, while the build is made; a warm-up that fails costs only speed."""
     lane = routing.lane
     try:
         with PanicConverter(lane.name, "preparing"):
@@ -137,9 +133,8 @@ def _prepare(routing: Routing) -> None:
 
 
 def _unserved(failure: NoExactBackend, options: AccelerationOptions, model: str, changed: bool) -> str:
-    """Raise, or log and return why the fast path is off: a backend that cannot load (or no
-    exact candidate of auto) raises unless allow_hf_fallback or `changed`; an inexact one is
-    turned off, or raises FastPathError with strict=True."""
+    """Raise, or log and return why the fast path is off (allow_hf_fallback, `changed`, strict=True
+    decide which)."""
     unavailable = failure.shortfall is Shortfall.UNAVAILABLE or (
         failure.shortfall is Shortfall.NO_CANDIDATE and not options.strict
     )

@@ -63,8 +63,7 @@ def kept_in_cache(directory: Path, write: Callable[[], Kept]) -> Kept | None:
 
 @functools.cache
 def scratch_dir() -> Path:
-    """A temporary directory of this process's own for what must be files and that a cache
-    directory which cannot be written does not keep (a built-in model's), removed at its exit."""
+    """A temporary directory of this process's own, for files an unwritable cache cannot keep."""
     directory, maker = Path(tempfile.mkdtemp(prefix="tokbackend-")), os.getpid()
 
     def remove() -> None:
@@ -76,10 +75,8 @@ def scratch_dir() -> Path:
 
 
 def read_json_object(path: Path, what: str) -> dict[str, Any] | None:
-    """The JSON object `path` holds, or None where there is none to use: no file, or one damaged
-    (cut short, not JSON) or of the wrong shape. A kept file is a cache: a damaged one is a miss,
-    logged at WARNING naming the file, `what` it is and the cause, and written anew by whoever
-    reads it; it never stops a process from starting."""
+    """The JSON object `path` holds, or None: no file, or a damaged one (a cache miss, logged
+    at WARNING naming the file, `what` it is and the cause)."""
     try:
         value = json.loads(path.read_text(encoding="utf-8"))
         if not isinstance(value, dict):
@@ -93,8 +90,7 @@ def read_json_object(path: Path, what: str) -> dict[str, Any] | None:
 
 
 def write_json_object(path: Path, value: dict[str, Any]) -> None:
-    """Write `value` to `path` whole: through a temporary file of this process, then a rename, so
-    readers in other processes never see half a file."""
+    """Write `value` to `path` whole: a temporary file, then a rename."""
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         temporary.write_text(json.dumps(value, indent=1), encoding="utf-8")

@@ -27,8 +27,7 @@ def resolve_model(name_or_path: str) -> str:
 
 class ModelNotFoundError(TokbackendError, OSError):
     """The model is not built in, not a local directory, and not in the local HuggingFace cache.
-    `str()` is the message for Python callers; `cli_message` the one for `tokbackend` commands,
-    which download nothing and take no `local_files_only`."""
+    `cli_message` is the message for `tokbackend` commands."""
 
     def __init__(self, message: str, cli_message: str | None = None) -> None:
         super().__init__(message)
@@ -36,8 +35,7 @@ class ModelNotFoundError(TokbackendError, OSError):
 
 
 class ModelFilesError(TokbackendError, ValueError):
-    """A file of the model's tokenizer that HuggingFace cannot read (damaged, cut short, not
-    JSON): the message names the file and the cause. Nothing about any backend."""
+    """A tokenizer file HuggingFace cannot read: the message names the file and the cause."""
 
 
 # What a tokenizer directory holds at least one of (AutoTokenizer reads its class from them),
@@ -115,8 +113,7 @@ def load_hf(name_or_path: str, **from_pretrained_kwargs: Any) -> PreTrainedToken
 
 
 def _damaged_file(target: str) -> str | None:
-    """'FILE is not valid JSON (CAUSE)' for the first of the tokenizer's JSON files (in the
-    directory, or in the local HF cache for a hub id) that does not parse, else None."""
+    """'FILE is not valid JSON (CAUSE)' for the first of the tokenizer's JSON files that does not parse."""
     import json
 
     for name in JSON_FILES:

@@ -98,8 +98,8 @@ def run_probe(
 
 
 def side_by_side(tokens: list[str], most: int = 64) -> list[str]:
-    """Added tokens glued to the next (in sorted order: those sharing a start), cut short before
-    it, and, up to `most`, joined where one's end is another's start (either may match there)."""
+    """Added tokens glued to the next, cut short before it, and, up to `most`, joined where
+    one's end is another's start."""
     strings: list[str] = []
     for token, after in zip(tokens, tokens[1:] + tokens[:1]):
         strings.extend((f"{token}{after}", f"{token[:-1]}{after}", f"{token} {after}"))
@@ -114,9 +114,8 @@ def side_by_side(tokens: list[str], most: int = 64) -> list[str]:
 
 
 def ascii_probe(backend: EncodeBackend, hf_ids: Callable[[list[str]], list[list[int]]]) -> ProbeResult:
-    """`run_probe` on the ASCII edge strings alone, which no guard sends to HuggingFace: a
-    backend wrong on one of them cannot be made exact by any guard (milliseconds; run before a
-    guard is derived for a backend, whose derivation would find nearly every code point divergent)."""
+    """`run_probe` on the ASCII edge strings alone, which no guard sends to HuggingFace (run
+    before a guard is derived)."""
     return _compared(backend, [text for text in EDGE_STRINGS if text.isascii()], hf_ids, lambda text: [text])
 
 

@@ -21,16 +21,13 @@ class Reference(Protocol):
         """HuggingFace's own ids for plain texts, as its `_encode_plus` gives them."""
 
     def rust_ids(self, texts: list[str]) -> list[list[int]]:
-        """The ids of HuggingFace's Rust tokenizer for plain texts, no special tokens added: what
-        a guard's derivation compares a backend with (`tokbackend._guard.derive`), for the screen of
-        this very tokenizer at start-up."""
+        """The Rust tokenizer's ids for plain texts, no special tokens added (a derivation's screen)."""
 
     def tokenizer_json(self) -> str:
         """The tokenizer.json of the tokenizer's current state."""
 
     def fingerprint(self) -> Hashable:
-        """Changes whenever anything an encode depends on may have changed (read on every call,
-        so a few microseconds at most and never a walk over the vocabulary)."""
+        """Changes whenever anything an encode depends on may have changed (read on every call)."""
 
     def content(self) -> Hashable:
         """What a build is made from: equal for two tokenizer states that encode alike."""

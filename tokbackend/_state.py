@@ -121,16 +121,14 @@ class AccelerationState:
         self.counters.record_fallback(reason, self.model, self.options.backend, cause, texts)
 
     def share_from(self, other: AccelerationState, reference: Reference) -> None:
-        """Serve with `other`'s build and counters (copies of one tokenizer share one backend);
-        the caller has checked that `other` serves the reference's content."""
+        """Serve with `other`'s build and counters (it serves the reference's content)."""
         with self._rebuild_lock:
             self._swap(other.build, reference.fingerprint())
             self.counters = other.counters
 
     def rebuild(self, reference: Reference, changed: bool = False) -> Build:
-        """The build for the reference's current state: the current one when what a build is
-        made from has not changed, else a new one. `changed` (a copy, or a call after a change to
-        the tokenizer): a backend that cannot serve turns the fast path off instead of raising."""
+        """The build for the reference's current state (a new one where what a build is made from
+        changed); `changed`: a backend that cannot serve turns the fast path off instead of raising."""
         with self._rebuild_lock:
             fingerprint = reference.fingerprint()
             build, seen = self._serving
@@ -143,8 +141,8 @@ class AccelerationState:
         return build
 
     def _swap(self, build: Build, fingerprint: object) -> None:
-        """The one place a state's build changes (the caller holds `_rebuild_lock`): a build for
-        another tokenizer state replaces any; one for the same state replaces only `UNBUILT`."""
+        """The one place a state's build changes (under `_rebuild_lock`): a build for another state
+        replaces any; one for the same state replaces only `UNBUILT`."""
         current = self._serving[0]
         if build is not current and current is not UNBUILT and build.content == current.content:
             raise TokbackendError(
@@ -220,8 +218,7 @@ class AccelerationState:
 
 
 def _stride_rejected(truncation: Truncation, special_tokens: int) -> bool:
-    """HF's Rust side rejects a stride above max_length less the special tokens (ValueError); it
-    subtracts in unsigned arithmetic, so below that many it checks nothing."""
+    """HF's Rust side rejects a stride above max_length less the special tokens (unsigned arithmetic)."""
     return truncation.max_length >= special_tokens and truncation.stride > truncation.max_length - special_tokens
 
 

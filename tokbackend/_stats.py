@@ -65,9 +65,8 @@ class AccelerationStats:
     def record_fallback(
         self, reason: FallbackReason, model: str, backend: str, cause: BaseException | str | None = None, texts: int = 1
     ) -> None:
-        """Count `texts` hand-overs to HuggingFace; log the first of each reason: INFO for the
-        routine ones (documented kwargs, the Unicode guard, bad input that HF rejects the same
-        way), WARNING for a backend that failed on valid input."""
+        """Count `texts` hand-overs to HuggingFace; log the first of each reason (INFO, or WARNING
+        for a backend that failed on valid input)."""
         with self._lock:
             first = reason.value not in self._fallbacks
             self._fallbacks[reason.value] += texts

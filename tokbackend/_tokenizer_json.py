@@ -59,8 +59,7 @@ def top_level_sections(tokenizer_json: str) -> dict[str, Any]:
 
 
 def does_nothing(component: dict[str, Any] | None) -> bool:
-    """Whether a normalizer or pre-tokenizer section is absent or an empty Sequence (DeepSeek's
-    tokenizer.json has `"normalizer": {"type": "Sequence", "normalizers": []}`)."""
+    """Whether a normalizer or pre-tokenizer section is absent or an empty Sequence."""
     if component is None:
         return True
     return component.get("type") == "Sequence" and not (component.get("normalizers") or component.get("pretokenizers"))
@@ -90,8 +89,7 @@ def model_settings(sections: dict[str, Any]) -> dict[str, Any]:
 
 
 def without_truncation_and_padding(tokenizer_json: str) -> str:
-    """The tokenizer.json with `truncation` and `padding` null (returned as it is where both are),
-    its vocabulary left unparsed."""
+    """The tokenizer.json with `truncation` and `padding` null, its vocabulary left unparsed."""
     sections = top_level_sections(tokenizer_json)
     if sections.get("truncation") is None and sections.get("padding") is None:
         return tokenizer_json

@@ -38,8 +38,8 @@ _MODEL_FIELDS = MappingProxyType(
 
 
 def watch(rust: Any, owner: Any) -> object:
-    """Count the calls that change `rust`'s added tokens (for as long as `owner`, the Python object
-    holding `rust`, lives); returns the first marker. `fingerprint` calls it for an unwatched `rust`."""
+    """Count the calls that change `rust`'s added tokens (while `owner` lives); returns the first
+    marker."""
     namespace = rust.__dict__
     try:
         reference: Callable[[], Any] = weakref.ref(rust)
@@ -54,9 +54,8 @@ def watch(rust: Any, owner: Any) -> object:
 
 
 def _watch_model_assignments(kind: type) -> None:
-    """Make assigning `model` on any `kind` (tokenizers' Tokenizer) leave a fresh marker in the
-    instance's `__dict__`: a class-level property around the original setter (a Rust tokenizer
-    takes no instance-level one, and its class no subclass). Reading stays the C getter."""
+    """Make assigning `model` on any `kind` leave a fresh marker in the instance's `__dict__`
+    (a class-level property around the original setter)."""
     original = kind.__dict__.get("model")
     if original is None or isinstance(original, property):
         return  # made already (a race makes it twice, each around the original: alike)
@@ -99,7 +98,7 @@ def _state(component: Any) -> bytes | None:
 
 def fingerprint(rust: Any, owner: Any) -> Hashable:
     """Changes whenever anything an encode through `rust` (held by `owner`) depends on may have
-    changed. Read on every call, so `content()`'s parts are written out inline (no frames)."""
+    changed; read on every call."""
     marker = rust.__dict__.get(_MARKER)
     if marker is None:
         marker = watch(rust, owner)
@@ -118,8 +117,7 @@ def fingerprint(rust: Any, owner: Any) -> Hashable:
 
 
 def content(rust: Any) -> Hashable:
-    """Everything an encode through `rust` depends on, but the vocabulary itself: equal for two
-    tokenizers that encode alike (a tokenizer and its deep copy)."""
+    """Everything an encode through `rust` depends on but the vocabulary: equal for tokenizers that encode alike."""
     added = tuple(
         (token_id, token.content, token.special, token.lstrip, token.rstrip, token.single_word, token.normalized)
         for token_id, token in sorted(rust.get_added_tokens_decoder().items())

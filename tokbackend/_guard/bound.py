@@ -19,8 +19,8 @@ MIB = 1 << 20
 
 
 class GuardUnavailableError(TokbackendError, RuntimeError):
-    """No guard can be had for this backend and tokenizer: no record matches the installed
-    versions and deriving one is not allowed, was refused, or ran past its bound."""
+    """No guard can be had: no record matches the installed versions and deriving one is not
+    allowed, was refused, or ran past its bound."""
 
 
 class DerivationOverBudget(GuardUnavailableError):
@@ -72,8 +72,7 @@ class DerivationMeter:
         self._lowest_resident = resident_bytes() if budget.megabytes is not None else 0
 
     def check(self, progress: str) -> None:
-        """Raise `DerivationOverBudget` where the derivation is past its budget; `progress`
-        says how far it got ("3 of 41 contexts, 7,017 code points")."""
+        """Raise `DerivationOverBudget` past the budget; `progress` says how far it got."""
         budget, over = self.budget, None
         spent = min(clock() - started for clock, started in zip(budget.clocks, self._started))
         if budget.seconds is not None and spent > budget.seconds:

@@ -18,9 +18,8 @@ _ASCII_BYTES = range(0x80)
 
 
 def boundary_tokenizer_json(tokenizer_json: str) -> str | None:
-    """The model's tokenizer.json with the boundary-revealing vocabulary, or None when the
-    model is not byte-level BPE. The model's own vocabulary is never parsed (a large one takes
-    seconds and hundreds of MB)."""
+    """The tokenizer.json with the boundary-revealing vocabulary, or None where the model is
+    not byte-level BPE."""
     sections = top_level_sections(tokenizer_json)
     spec = {**sections, "model": model_settings(sections)}
     steps = pipeline_steps(spec, "pre_tokenizer")

@@ -82,9 +82,8 @@ def sample(planes: tuple[int, ...], runs: list[tuple[int, int]], stride: int = S
 
 
 def run_around(code_point: int, limit: int = 4096) -> tuple[int, int]:
-    """The code points around `code_point` with its category, combining class and decomposition
-    type in this interpreter's tables (at most `limit` on each side): where a sampled code point
-    diverged, its neighbours of one kind are scanned too."""
+    """The code points around `code_point` (at most `limit` each side) of its category,
+    combining class and decomposition type."""
 
     def kind(point: int) -> tuple[str, int, str] | None:
         if 0xD800 <= point <= 0xDFFF or not 0 <= point < 0x110000:

@@ -19,9 +19,8 @@ from tokbackend.backends._base import BackendUnavailableError
 
 @dataclasses.dataclass(frozen=True)
 class Derived:
-    """What deriving one backend's record gave: the guard it makes (its `record` carries the
-    `path` it was written to); or why there is none (`problem`); neither where the backend needs
-    no guard."""
+    """What deriving one backend's record gave: its guard, or why there is none (`problem`);
+    neither where the backend needs no guard."""
 
     backend: str
     guard: UnicodeGuard | None = None

@@ -200,8 +200,7 @@ def write_record(record: GuardRecord, directory: Path) -> Path:
 
 @contextlib.contextmanager
 def derivation_lock(cache_dir: Path, key: RecordKey) -> Iterator[None]:
-    """Held while one process derives a record; the others block, then find it (no lock off POSIX,
-    or where the cache cannot be written)."""
+    """Held while one process derives a record; the others block, then find it (no lock off POSIX)."""
     try:
         import fcntl
     except ImportError:

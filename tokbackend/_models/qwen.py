@@ -144,8 +144,8 @@ _built_in_scratch: dict[Path, Path] = {}  # a built-in model's folder in an unwr
 
 
 def model_dir(spec: QwenModelSpec, cache_dir: Path) -> Path:
-    """Return the directory holding the tokenizer `spec` describes, building it on first use; where
-    `cache_dir` cannot be written (`kept_in_cache`), once per process, into its `scratch_dir()`."""
+    """The directory holding the tokenizer `spec` describes, built on first use (into
+    `scratch_dir()` where `cache_dir` cannot be written)."""
     target = cache_dir / builtin_folder(spec.name)
     if (target / "tokenizer_config.json").is_file():
         return target
@@ -160,8 +160,7 @@ def model_dir(spec: QwenModelSpec, cache_dir: Path) -> Path:
 
 
 def write_tokenizer_dir(target: Path, tokenizer_json: dict[str, Any], config: dict[str, Any]) -> Path:
-    """Write tokenizer.json and tokenizer_config.json into `target` and return it; written to a
-    temporary sibling renamed into place, so that concurrent builds never see half a directory."""
+    """Write tokenizer.json and tokenizer_config.json into `target` (atomically) and return it."""
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
     try:

@@ -15,9 +15,8 @@ T = TypeVar("T")
 
 
 def exiting() -> bool:
-    """Whether the interpreter has started to exit: threading's shutdown sets this flag before it
-    runs its exit hooks and joins the non-daemon threads (atexit's hooks run after). A private
-    name of CPython's (3.9 on): where it is missing, background work runs to its end instead."""
+    """Whether the interpreter has started to exit (a private flag of CPython's; where missing,
+    background work runs to its end)."""
     return bool(getattr(threading, "_SHUTTING_DOWN", False))
 
 

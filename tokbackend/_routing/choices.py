@@ -34,8 +34,7 @@ def remembered(key: str) -> str | None:
 
 
 def remember(key: str, backend: str) -> None:
-    """Keep `backend` as the choice for `key`, with who chose it: this process, its Python
-    environment and the time."""
+    """Keep `backend` as the choice for `key`, with who chose it (process, environment, time)."""
     chosen_by = {
         "pid": os.getpid(),
         "python": sys.prefix,
@@ -56,8 +55,7 @@ def choices_file() -> Path:
 
 
 def described(key: str) -> str:
-    """What a remembered choice is, for a routing reason: where it is kept, which process wrote
-    it, and how to have auto choose afresh."""
+    """What a remembered choice is, for a routing reason, and how to have auto choose afresh."""
     choice = _read().get(key)
     chosen_by = choice.get("chosen_by") if isinstance(choice, dict) else None
     writer = "an earlier process"

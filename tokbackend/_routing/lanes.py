@@ -158,8 +158,7 @@ def build_lane(name: str, tokenizer_json: str, options: AccelerationOptions, ref
 def probed_lane(
     name: str, tokenizer_json: str, options: AccelerationOptions, reference: Reference, model: str, pieces_of: PiecesOf
 ) -> tuple[Lane, float]:
-    """(backend `name`'s lane, seconds spent probing it); raises NoExactBackend where it cannot
-    load, its guard is refused or the boot probe finds a mismatch."""
+    """(backend `name`'s lane, seconds spent probing it); raises NoExactBackend."""
     try:
         lane = build_lane(name, tokenizer_json, options, reference)
     except BackendUnavailableError as error:

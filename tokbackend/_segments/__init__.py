@@ -21,8 +21,8 @@ LONG_PLAIN_TEXT = 4096
 
 @dataclasses.dataclass(frozen=True)
 class Segments:
-    """The splitter for a tokenizer's added tokens and the (initially empty) cache it fills; a
-    cache of no budget where the segment cache is off but texts must still be split here."""
+    """The splitter for a tokenizer's added tokens and the cache it fills (of no budget where
+    the segment cache is off but texts must still be split here)."""
 
     splitter: AddedTokenSplitter
     cache: SegmentCache
@@ -31,8 +31,7 @@ class Segments:
     exact_split: bool = False
 
     def must_split(self, texts: list[str]) -> bool:
-        """Whether some text may hold an added token that only the split here finds as HF does
-        (where one pass over the tokens is not HF's rule, a backend is handed pieces only)."""
+        """Whether some text may hold an added token that only the split here finds as HF does."""
         search = self.splitter.search
         for text in texts:  # noqa: SIM110 - a loop, not a generator: no Python frame per text
             if search(text):
@@ -40,9 +39,8 @@ class Segments:
         return False
 
     def cache_may_help(self, texts: list[str], arrays: bool) -> bool:
-        """Whether a call may gain from the cache: some text holds an added token, or, for list ids
-        (array ids of a plain text come straight from the backend's buffer), is long enough that a
-        repeat pays."""
+        """Whether a call may gain from the cache: some text holds an added token, or, for list
+        ids, is long enough that a repeat pays."""
         if not self.caches:
             return False
         search = self.splitter.search

@@ -93,9 +93,7 @@ def encode_through_cache(
 
 def _chunks(assembled: Ids, head: Prefix | None, reused: int, end: int) -> tuple[Ids, ...]:
     """What the memo keeps of a text's ids up to `end`: the head's chunks, shared, and the ids
-    after them; or, where the head's chunks are in the other form (a list call's, read by an
-    array call, or the reverse), all of them as one chunk in this call's form, so that each
-    later turn copies them rather than converting them again."""
+    after them; or all of them as one chunk in this call's form where the head's are in the other."""
     kept = head.chunks or () if head else ()
     if all(type(chunk) is type(assembled) for chunk in kept):
         return (*kept, assembled[reused:end])
@@ -111,9 +109,7 @@ def _assemble(
     arrays: bool,
 ) -> tuple[Ids, int, tuple[int, int] | None]:
     """(ids of the text, an `array('q')` with `arrays`; how many came from `head`; (characters,
-    ids) up to its last added token or None). For a list without a head, the longest piece in
-    `exclusive` (made by this call, so a list too) becomes the result in place (the ids before it
-    are inserted in front: a move of pointers, where a copy would touch every id)."""
+    ids) up to its last added token or None)."""
     chars, count = (head.chars, sum(map(len, head.chunks or ()))) if head else (0, 0)
     reused, boundary = count, None
     for part in parts:

@@ -61,19 +61,16 @@ class AddedTokenSplitter:
         return cls(AddedTokens.from_tokenizer_json(tokenizer_json))
 
     def split(self, text: str, start: int = 0) -> list[str | Piece | int] | None:
-        """Pieces of text (non-empty; a long one as a `Piece`) and added-token ids (int), in
-        order, of text[start:] (`start` must be a boundary of the split: see `cuts_at`); None
-        where a backend may not be handed its pieces (`AddedTokens.for_backend`)."""
+        """Pieces of text and added-token ids of text[start:] (`start`: a boundary, see `cuts_at`);
+        None where a backend may not be handed its pieces."""
         parts = self.tokens.for_backend(text[start:] if start else text)
         if parts is None:
             return None
         return [Piece(part) if type(part) is str and len(part) > _PIECE_CHARS else part for part in parts]
 
     def cuts_at(self, text: str, position: int) -> bool:
-        """Whether `position`, the end of an added token where the split of another text with the
-        same start had a boundary, is a boundary of `text`'s split too: unless an added token
-        matches across it, starting less than `self.longest` characters before it. Only for a
-        `one_pass` split: otherwise a match's flags read the text around it, so never."""
+        """Whether `position`, a boundary of another text's split with the same start, is one of
+        `text`'s too (only for a `one_pass` split: otherwise never)."""
         if not self.one_pass:
             return False
         pattern = self.tokens.pattern

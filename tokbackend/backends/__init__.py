@@ -71,8 +71,7 @@ def register_backend(name: str, factory: str | BackendClass) -> None:
 
 
 def reserve_name(name: str, meaning: str) -> None:
-    """Keep `name` from being registered as a backend: it means something else (`meaning`),
-    such as routing's "auto"."""
+    """Keep `name` from being registered as a backend: it means something else (`meaning`)."""
     with _registry.lock:
         _registry.reserved[name] = meaning
 

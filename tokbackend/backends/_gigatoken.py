@@ -34,8 +34,7 @@ _WARM_CHARS_PER_THREAD = 2_000_000
 
 
 def pool_threads() -> int:
-    """The threads of gigatoken's rayon pool: RAYON_NUM_THREADS where set, else the CPUs this
-    process may run on (rayon also reads cgroup quotas, which may make it fewer)."""
+    """The threads of gigatoken's rayon pool: RAYON_NUM_THREADS where set, else the usable CPUs."""
     configured = os.environ.get("RAYON_NUM_THREADS", "")
     if configured.isdigit() and int(configured) > 0:
         return int(configured)
@@ -43,15 +42,13 @@ def pool_threads() -> int:
 
 
 def _parallel(texts: list[str]) -> bool:
-    """Whether a call goes to the pool: several texts, or one long one; never in a forked child,
-    whose pool has no workers (`tokbackend._process.forking`)."""
+    """Whether a call goes to the pool: several texts, or one long one; never in a forked child."""
     return (len(texts) > 1 or (len(texts) == 1 and len(texts[0]) >= PARALLEL_CHARS)) and not in_forked_child()
 
 
 @dataclasses.dataclass(frozen=True)
 class GigatokenOptions:
-    """warm: `prepare()` encodes `_WARM_CHARS_PER_THREAD` of built-in text on each thread of
-    gigatoken's pool, so that the pool and each thread's cache of pieces are warm for the first requests."""
+    """warm: `prepare()` encodes built-in text on each thread of gigatoken's pool."""
 
     warm: bool = True
 

@@ -79,9 +79,8 @@ class RenewingBackend:
         return result
 
     def _renew(self) -> None:
-        """On a thread nobody waits for: build a fresh instance (not warmed: one cold batch costs
-        less than a warm-up's hold of the GIL while serving) and swap it in; in-flight calls finish
-        on the old one, which is then freed. A failure is logged, and the old instance serves on."""
+        """On a thread nobody waits for: build a fresh instance and swap it in; a failure is logged,
+        and the old instance serves on."""
         try:
             if exiting():  # nothing will serve with it (`tokbackend._process.threads`)
                 return
