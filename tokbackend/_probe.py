@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from tokbackend.backends._arrays import encode_array, encode_batch_arrays
+from tokbackend.backends._arrays import in_call_forms
 from tokbackend.backends._base import PanicConverter
 
 # How a build hands a text to its backend: whole ([text]), as pieces and added tokens' ids split
@@ -128,15 +128,8 @@ def _compared(
     pieces = list(dict.fromkeys(part for parts in split.values() for part in parts if isinstance(part, str)))
     expected = hf_ids(strings)
     try:
-        # every form the lane serves: a batch and one text, each as lists and as `array('q')`
-        # rows (each a path of its own in a backend)
         with PanicConverter(getattr(backend, "name", type(backend).__name__)):
-            forms = (
-                backend.encode_batch(pieces),
-                encode_batch_arrays(backend, pieces),
-                [backend.encode(piece) for piece in pieces],
-                [encode_array(backend, piece) for piece in pieces],
-            )
+            forms = in_call_forms(backend, pieces)
         mismatch = None
         for answers in forms:
             of_piece = dict(zip(pieces, answers))

@@ -19,7 +19,7 @@ from tokbackend._guard.candidates import FIXED_PLANES_STRIDE, candidate_runs, re
 from tokbackend._guard.contexts import ScanContext, derive_contexts
 from tokbackend._guard.records import RECORD_FORMAT, GuardRecord, RecordKey, describe_pipeline
 from tokbackend._guard.scan import ScanReport, from_ranges, plane_code_points, ranges, scan
-from tokbackend.backends._arrays import encode_array, encode_batch_arrays
+from tokbackend.backends._arrays import in_call_forms
 from tokbackend.backends._base import BackendClass, BatchEncoder, EncodeBackend
 
 FULL_PLANES = (0, 1, 2, 3, 14)
@@ -62,12 +62,7 @@ def in_every_call_form(backend: EncodeBackend) -> BatchEncoder:
     lists or arrays) agrees on them; elsewhere ids that differ from HF's, so the text is guarded."""
 
     def encode_batch(texts: list[str]) -> list[list[int]]:
-        forms = (
-            backend.encode_batch(texts),
-            encode_batch_arrays(backend, texts),
-            [backend.encode(text) for text in texts],
-            [encode_array(backend, text) for text in texts],
-        )
+        forms = in_call_forms(backend, texts)
         return [list(ids) if all(list(other) == ids for other in others) else _FORMS_DISAGREE for ids, *others in zip(*forms)]
 
     return encode_batch

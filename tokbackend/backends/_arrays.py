@@ -48,3 +48,14 @@ def encode_batch_arrays(backend: EncodeBackend, texts: list[str]) -> list[array[
     """`backend`'s ids for many texts, each as `array('q')`."""
     own = getattr(backend, "encode_batch_arrays", None)
     return own(texts) if own is not None else [array("q", ids) for ids in backend.encode_batch(texts)]
+
+
+def in_call_forms(backend: EncodeBackend, texts: list[str]) -> tuple[list[list[int]] | list[array[int]], ...]:
+    """`backend`'s ids for `texts` in each call form a lane serves (each a path of its own in a
+    backend): a batch and one text at a time, each as lists and as `array('q')`."""
+    return (
+        backend.encode_batch(texts),
+        encode_batch_arrays(backend, texts),
+        [backend.encode(text) for text in texts],
+        [encode_array(backend, text) for text in texts],
+    )
