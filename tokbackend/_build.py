@@ -1,8 +1,7 @@
 """One build of the fast path for a tokenizer's current state, made in one go and never changed.
 
-A `Build` holds everything `AccelerationState.answer` reads; a rebuild makes a new one and the
-state swaps it in with one assignment, so a call never sees half of two builds. A build is
-unbuilt (`UNBUILT`, before `accelerate()` builds), final (the fast path serves) or off (HF serves).
+A rebuild makes a new `Build` and the state swaps it in with one assignment, so a call never sees
+half of two builds. A build is unbuilt (`UNBUILT`), final (the fast path serves) or off (HF serves).
 """
 
 from __future__ import annotations

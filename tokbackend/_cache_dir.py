@@ -23,11 +23,8 @@ _unwritable: dict[str, OSError] = {}  # the cache directories this process warne
 
 
 def cache_dir() -> Path:
-    """$TOKBACKEND_CACHE_DIR, else $XDG_CACHE_HOME/tokbackend, else ~/.cache/tokbackend.
-
-    An empty variable counts as unset, and so does a relative XDG_CACHE_HOME (the XDG base
-    directory spec says to ignore one): the cache never lands in the working directory, where a
-    `tokbackend` folder would shadow the package for a Python started there."""
+    """$TOKBACKEND_CACHE_DIR, else $XDG_CACHE_HOME/tokbackend, else ~/.cache/tokbackend (an empty
+    variable, or a relative XDG_CACHE_HOME, counts as unset: never the working directory)."""
     if chosen := os.environ.get(CACHE_DIR_ENV):
         return Path(chosen)
     xdg_cache = os.environ.get("XDG_CACHE_HOME", "")

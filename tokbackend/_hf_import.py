@@ -1,8 +1,4 @@
-"""Importing transformers without its advice that PyTorch was not found.
-
-A plain tokbackend install has no torch and tokenizers never need it, yet transformers logs
-"PyTorch was not found. ..." on import, which reads as an error; every other message passes.
-"""
+"""Importing transformers without its advice that PyTorch was not found (which reads as an error)."""
 
 from __future__ import annotations
 

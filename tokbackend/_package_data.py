@@ -1,8 +1,7 @@
 """Data files inside the installed packages, found through `importlib.resources`.
 
-Every file the runtime reads from a package is found by `package_path(package, name)`, never
-relative to a module's `__file__`: a wheel holds only what its package data names, and
-`tests/test_packaging.py` reads every call to this function to check the wheel holds each file.
+Every file the runtime reads from a package is found by `package_path(package, name)`:
+`tests/test_packaging.py` reads every call to it to check the wheel holds each file.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """May the backend answer this call? One pure function, `fast_path_reason`, decides for every entry point.
 
-It answers None or the `FallbackReason` HuggingFace answers for; the reasons found later, while
-answering (the Unicode guard, bad input, ids that would be cut), are members of the same enum, so
-`stats()` and the logs name them alike. Only calls HF provably accepts are answered: a value HF
-would reject goes to HF, which raises its own exception (pyo3's messages differ between versions).
+It answers None or the `FallbackReason` HuggingFace answers for (the reasons found later, while
+answering, are members of the same enum). Only calls HF provably accepts are answered.
 """
 
 from __future__ import annotations

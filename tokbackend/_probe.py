@@ -1,9 +1,5 @@
-"""The boot probe: a short equality check of a freshly built backend against HuggingFace.
-
-It runs whenever `accelerate()` builds a backend, on edge strings chosen to break a tokenizer
-that is almost right: special and added tokens inside text and near-misses of them, NFC
-composition, whitespace and digit runs, emoji sequences, scripts with combining marks.
-"""
+"""The boot probe: a short equality check of a freshly built backend against HuggingFace, on edge
+strings chosen to break a tokenizer that is almost right."""
 
 from __future__ import annotations
 
@@ -84,11 +80,8 @@ class ProbeResult:
 def run_probe(
     backend: EncodeBackend, reference: Reference, guard: UnicodeGuard, pieces_of: PiecesOf = lambda text: [text]
 ) -> ProbeResult:
-    """Compare `backend` with HuggingFace (`reference.hf_ids`) on the edge strings and every added
-    token alone, glued to text, amid spaces and newlines, and side by side with another that
-    follows or overlaps it, leaving out strings the Unicode guard sends to HuggingFace anyway.
-    Each string reaches the backend as the build hands it over (`pieces_of`: whole, in pieces
-    split at its added tokens, or not at all)."""
+    """Compare `backend` with HuggingFace on the edge strings and the added tokens in and around
+    text, leaving out what the guard sends to HuggingFace; each reaches the backend as `pieces_of` hands it over."""
     strings = list(EDGE_STRINGS)
     tokens = sorted(reference.added_tokens())
     for token in tokens:

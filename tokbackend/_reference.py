@@ -1,8 +1,5 @@
-"""What the layers below the HuggingFace-facing class may ask of the tokenizer they accelerate.
-
-`tokbackend._tokenizer`, the only module that knows HuggingFace's tokenizer classes, hands the
-layers below it (state, build, routing, probe) a `Reference`.
-"""
+"""What the layers below the HuggingFace-facing class (state, build, routing, probe) may ask of the
+tokenizer they accelerate: a `Reference`."""
 
 from __future__ import annotations
 

@@ -1,9 +1,7 @@
 """The acceleration state of one tokenizer (`tokenizer.tokbackend`): the build it serves with, and its counters.
 
-Plain-text encodes are served from one immutable `Build`. When the tokenizer's fingerprint and
-what a build is made from (`Reference.content`) have changed, a new build and the fingerprint
-are swapped in with one assignment; a call reads them once, so it finishes on the build it
-started with.
+A new build and the tokenizer's fingerprint are swapped in with one assignment; a call reads them
+once, so it finishes on the build it started with.
 """
 
 from __future__ import annotations

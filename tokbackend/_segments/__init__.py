@@ -83,12 +83,8 @@ def segments_for(tokenizer_json: str, budget_mib: int | None, steps_aside: bool,
 
 
 def premise_fails(splitter: AddedTokenSplitter, hf_ids: BatchEncoder) -> str | None:
-    """Why HuggingFace's ids of a text are not its pieces' ids (each encoded alone) and its added
-    tokens' ids concatenated, the cache's premise; None when they are on every premise text.
-
-    It fails where an element depends on where a piece stands (Metaspace `prepend_scheme="first"`
-    marks only the text's first piece), so it is checked against HF per tokenizer, not assumed.
-    """
+    """Why HuggingFace's ids of a premise text are not its pieces' ids (each encoded alone) and
+    its added tokens' ids concatenated (as with Metaspace `prepend_scheme="first"`); None when they are."""
     contents = list(splitter.ids)
     if not contents:
         return None

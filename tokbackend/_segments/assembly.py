@@ -27,14 +27,9 @@ def encode_through_cache(
     hf_ids: BatchEncoder,
     arrays: bool = False,
 ) -> tuple[list[Any], int, int]:
-    """(ids of each text, a list or with `arrays` an `array('q')`; how many texts HuggingFace
-    answered in part, for the Unicode guard; how many it answered whole, for the split: see
-    `AddedTokenSplitter.split`). Each text is split after the remembered prefix it extends, if any; the
-    missed pieces go through one `routing.encode` (its Unicode guard hands some to `hf_ids`), and
-    what the doorkeeper admits is stored. Everything a call makes is in its form: the missed
-    pieces' ids (arrays straight from the backend's buffer), the texts' ids and what the memo and
-    the cache keep of them; an agent's next turn in arrays copies its prefix as one block, where
-    converting a list would touch every id."""
+    """(ids of each text, `array('q')`s with `arrays`; how many texts HuggingFace answered in part,
+    for the guard; how many whole, for the split). Each text is split after the remembered prefix it
+    extends; the missed pieces go through one `routing.encode`, and what the doorkeeper admits is stored."""
     found_under = [cache.prefix_of(text, splitter) for text in texts]
     heads = [entry if entry is not None and entry.chunks is not None else None for entry in found_under]
     split = [splitter.split(text, head.chars if head else 0) for text, head in zip(texts, heads)]

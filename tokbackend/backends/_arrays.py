@@ -1,9 +1,5 @@
-"""Ids as `array('q')`, for callers that store them so (SGLang's tokenizer manager does).
-
-A backend may answer in that form straight from its own uint32 buffer (`encode_array`,
-`encode_batch_arrays`), skipping the Python ints a list needs; for one that cannot, the functions
-below convert its lists. Both give the same ids.
-"""
+"""Ids as `array('q')`, for callers that store them so (SGLang's tokenizer manager does): straight
+from a backend's own buffer where it can (`encode_array`, `encode_batch_arrays`), else converted."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """The fastokens backend: HF-compatible BPE in Rust with PCRE2, GIL released while it encodes.
 
-Called directly, never through its process-global `patch_transformers()`. A single text's ids
-are `Encoding.ids` (bench/fastokens_forms.py compares it with `encode_batch_flat`'s buffer). Its
-memory stays bounded, and its thread pools survive os.fork().
+Called directly, never through its process-global `patch_transformers()`; its memory stays bounded,
+and its thread pools survive os.fork().
 """
 
 from __future__ import annotations

@@ -9,12 +9,8 @@ from tokbackend._package_data import package_path
 
 @functools.lru_cache(maxsize=2)
 def builtin_texts(chars: int = 4_000_000, piece: int = 100_000) -> tuple[str, ...]:
-    """Real text, the installed transformers package's Python sources in a fixed order, cut into
-    `piece`-character texts: independent of anything a user sends, so it warms, never memorizes.
-
-    Encoding it once at build time fills a fresh backend's caches and allocators before the first
-    requests, which would otherwise pay for them.
-    """
+    """Real text (the installed transformers' Python sources, in a fixed order) cut into
+    `piece`-character texts, to fill a fresh backend's caches before the first requests."""
     pieces: list[str] = []
     total = 0
     for path in sorted(package_path("transformers", ".").glob("*.py")):
