@@ -38,8 +38,7 @@ class ModelFilesError(TokbackendError, ValueError):
     """A tokenizer file HuggingFace cannot read: the message names the file and the cause."""
 
 
-# What a tokenizer directory holds at least one of (AutoTokenizer reads its class from them),
-# and every JSON file it may read (where loading fails, the first that does not parse is named).
+# What a tokenizer directory holds at least one of, and every JSON file HF may read from it.
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "config.json")
 JSON_FILES = (*TOKENIZER_FILES, "special_tokens_map.json", "added_tokens.json")
 
@@ -84,13 +83,9 @@ def _not_found(name_or_path: str, resolved: str) -> ModelNotFoundError | None:
 
 
 def load_hf(name_or_path: str, **from_pretrained_kwargs: Any) -> PreTrainedTokenizerBase:
-    """The plain HuggingFace tokenizer for a built-in name, a directory or a cached hub id.
-
-    `name_or_path` may also be a tokenizer.json (or tokenizer_config.json): its directory is
-    loaded. Nothing is downloaded unless `local_files_only=False`: a serving process must not
-    wait on a network it may not reach. Raises `ModelNotFoundError` (saying how to put the model
-    into the cache) and `ModelFilesError` (naming the file HF cannot parse).
-    """
+    """The plain HuggingFace tokenizer for a built-in name, a directory (or a tokenizer.json in it) or a
+    cached hub id; nothing is downloaded unless `local_files_only=False`. Raises `ModelNotFoundError`
+    (saying how to put the model into the cache) and `ModelFilesError` (naming the file HF cannot parse)."""
     from transformers import AutoTokenizer
 
     resolved = resolve_model(name_or_path)
