@@ -141,7 +141,9 @@ def build_encoder(encoder: Encoder, hf, tokenizer_json: str, steady: bool = True
     if encoder.kind == "hf":
         return hf.encode, lambda texts: hf(texts)["input_ids"], hf
     if encoder.kind == "tokbackend":
-        accelerated = tokbackend.accelerate(hf, encoder.backend, segment_cache_mib=64 if encoder.segment_cache else None)
+        accelerated = tokbackend.accelerate(
+            hf, encoder.backend, segment_cache_mib=64 if encoder.segment_cache else None
+        )
         if steady:
             served.steady(accelerated)
         if encoder.arrays:
@@ -235,7 +237,18 @@ def _in_child(
     """Runs `_child` in a fresh process, pinned to the first `cores` cores when given (rayon and
     fastokens size their pools from the cores a process may use); `options` go to its command line."""
     completed = subprocess.run(
-        [sys.executable, __file__, "child", "--child-mode", mode, "--competitor", name, "--prompts", str(prompts), *options],
+        [
+            sys.executable,
+            __file__,
+            "child",
+            "--child-mode",
+            mode,
+            "--competitor",
+            name,
+            "--prompts",
+            str(prompts),
+            *options,
+        ],
         env={**os.environ, **(environment or {})},
         capture_output=True,
         text=True,
@@ -255,7 +268,8 @@ def speed(prompts: int) -> dict:
         row["single_vs_best_raw"] = row["single_ms"] / best_single
         row["burst_vs_best_raw"] = row["burst_ms"] / best_burst
     lines = [
-        "| encoder (each in its own process) | served by | one 32k prompt ms | vs best raw | burst of 40 ms | vs best raw |",
+        "| encoder (each in its own process) | served by | one 32k prompt ms | vs best raw | burst of 40 ms | "
+        "vs best raw |",
         "|---|---|---:|---:|---:|---:|",
         *(
             f"| {name} | {served.label(row)} | {row['single_ms']:.2f} | {row['single_vs_best_raw']:.2f}x | "
@@ -286,7 +300,9 @@ def scaling(threads: list[int], earlier: Path | None = None, cold: bool = False)
                 print(f"--merge: {count} threads left out of {earlier}: it has no {', '.join(missing)}", flush=True)
                 continue
             # files from before rows said what served them hold the milliseconds alone
-            rows[int(count)] = {name: cell if isinstance(cell, dict) else {"burst_ms": cell} for name, cell in row.items()}
+            rows[int(count)] = {
+                name: cell if isinstance(cell, dict) else {"burst_ms": cell} for name, cell in row.items()
+            }
     for count in threads:
         # Environment variables alone do not limit fastokens (measured: 76 ms at "1 thread", 39 at 8),
         # so each child is pinned to `count` cores as well.
@@ -354,7 +370,10 @@ CACHE_MODES = ("off", "on", "always consulted")
 
 
 def _chat(text: str) -> str:
-    return f"<|im_start|>system\n{text[:4000]}<|im_end|>\n<|im_start|>user\n{text[4000:]}<|im_end|>\n<|im_start|>assistant\n"
+    return (
+        f"<|im_start|>system\n{text[:4000]}<|im_end|>\n"
+        f"<|im_start|>user\n{text[4000:]}<|im_end|>\n<|im_start|>assistant\n"
+    )
 
 
 def _cache_cost_shapes(prompts: int) -> dict[str, tuple[Callable, list]]:
@@ -379,7 +398,9 @@ def _cache_cost_child(mode: str, prompts: int) -> dict:
     cache = None if mode == "off" else 64
     result = {}
     for seed, (shape, (call, inputs)) in enumerate(_cache_cost_shapes(prompts).items()):
-        tokenizer = tokbackend.accelerate(hf, "fastokens", segment_cache_mib=cache, segment_cache_steps_aside=mode == "on")
+        tokenizer = tokbackend.accelerate(
+            hf, "fastokens", segment_cache_mib=cache, segment_cache_steps_aside=mode == "on"
+        )
         served.steady(tokenizer)
         _seed[0] = 39_000_000 + seed
         tokenizer.encode(_chat(unseen(1)[0]))  # warm, on text that is not measured
@@ -469,7 +490,8 @@ def stalls(prompts: int, workers: int = 4) -> dict:
             "fast_texts": stats["fast_texts"],
         }
     lines = [
-        f"| backend ({prompts} distinct ~32k-token prompts, {workers} threads) | served by | lag p50 ms | p99 ms | max ms "
+        f"| backend ({prompts} distinct ~32k-token prompts, {workers} threads) | served by | lag p50 ms | p99 "
+        f"ms | max ms "
         "| renewals | s |",
         "|---|---|---:|---:|---:|---:|---:|",
         *(
@@ -559,7 +581,9 @@ QUICK_AGENT_ENCODERS = ("HF", "raw fastokens (.ids)", "tokbackend auto, segment 
 def _agent_workload(conversations: int, turns: int, guarded: list[int] = ()) -> tuple[list[str], list[str]]:
     """(each agent's turns in order, agents interleaved; the first turns of a burst of agents)."""
     requests = [
-        text for turn in zip(*(conversation_turns(agent, turns, guarded) for agent in range(conversations))) for text in turn
+        text
+        for turn in zip(*(conversation_turns(agent, turns, guarded) for agent in range(conversations)))
+        for text in turn
     ]
     return requests, [conversation_turns(100 + agent, 1, guarded)[0] for agent in range(BURST)]
 
@@ -590,7 +614,9 @@ def _agents_row(name: str, conversations: int, turns: int, guarded: bool = False
 
     hf = tokbackend.load_hf(MODEL)
     tokenizer_json = hf.backend_tokenizer.to_str()
-    requests, first_turns = _agent_workload(conversations, turns, guarded_code_points(tokenizer_json) if guarded else ())
+    requests, first_turns = _agent_workload(
+        conversations, turns, guarded_code_points(tokenizer_json) if guarded else ()
+    )
 
     encoder = ENCODERS[FIRST_SECONDS_OF if name == FIRST_SECONDS else name]
     if encoder.kind == "floor":
@@ -653,7 +679,8 @@ def agents(quick: bool = False, conversations: int = AGENTS, turns: int = TURNS,
         "|---|---|---:|---:|---:|---:|---:|---|",
         *(
             f"| {name} | {served.label(row)} | {row['request_ms']:.2f} | {base / row['request_ms']:.0f}x "
-            f"| {row['request_ms'] / theirs:.2f} | {row['burst_ms']:.1f} | {hf_burst / row['burst_ms']:.0f}x | {row['exact']} |"
+            f"| {row['request_ms'] / theirs:.2f} | {row['burst_ms']:.1f} | {hf_burst / row['burst_ms']:.0f}x | "
+            f"{row['exact']} |"
             for name, row in table.items()
         ),
     ]
@@ -699,7 +726,9 @@ def main() -> None:
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2, 4, 8, 16])
     parser.add_argument("--cold", action="store_true", help="scaling: a fresh backend for each burst (a new replica)")
     parser.add_argument("--merge", type=Path, help="scaling: a backends-scaling.json to add these counts to")
-    parser.add_argument("--quick", action="store_true", help="agents: HF, raw fastokens and auto only (steady, first seconds)")
+    parser.add_argument(
+        "--quick", action="store_true", help="agents: HF, raw fastokens and auto only (steady, first seconds)"
+    )
     parser.add_argument("--agents", type=int, default=AGENTS, help="agents: conversations, interleaved")
     parser.add_argument("--turns", type=int, default=TURNS, help="agents: turns of each conversation")
     parser.add_argument("--guarded", action="store_true", help="agents: each conversation holds a guarded code point")
@@ -710,7 +739,10 @@ def main() -> None:
         print("RESULT " + json.dumps(_cache_cost_child(arguments.competitor, arguments.prompts)))
         return
     if arguments.mode == "child" and arguments.child_mode == "agents":
-        print("RESULT " + json.dumps(_agents_row(arguments.competitor, arguments.agents, arguments.turns, arguments.guarded)))
+        print(
+            "RESULT "
+            + json.dumps(_agents_row(arguments.competitor, arguments.agents, arguments.turns, arguments.guarded))
+        )
         return
     if arguments.mode == "child":
         _child(arguments.child_mode, arguments.competitor, arguments.prompts)

@@ -93,7 +93,9 @@ if hasattr(engine, "publish"):
 started = time.perf_counter()
 if role == "scheduler":
     scheduler = SimpleNamespace(
-        server_args=arguments, model_config=SimpleNamespace(is_generation=True, is_multimodal=False), skip_tokenizer_init=False
+        server_args=arguments,
+        model_config=SimpleNamespace(is_generation=True, is_multimodal=False),
+        skip_tokenizer_init=False,
     )
     Scheduler.init_tokenizer(scheduler)
     tokenizer = scheduler.tokenizer
@@ -182,7 +184,9 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as work:
             sglang_rows = sglang_roles(Path(work), max(arguments.repeat, 3), arguments.roles)
         if arguments.json:
-            arguments.json.write_text(json.dumps({"cpu_count": os.cpu_count(), "sglang_roles": sglang_rows}, indent=1) + "\n")
+            arguments.json.write_text(
+                json.dumps({"cpu_count": os.cpu_count(), "sglang_roles": sglang_rows}, indent=1) + "\n"
+            )
         return
     with tempfile.TemporaryDirectory() as work:
         dirs = model_dirs(Path(work))
@@ -198,7 +202,12 @@ def main() -> None:
                         environment.pop("TOKBACKEND_GUARD_DIR", None)
                         command = [sys.executable, "-c", CHILD, str(dirs[name]), mode, shipped, str(output)]
                         subprocess.run(command, env=environment, check=True, timeout=900, cwd=ROOT)
-                        run = {"model": name, "mode": mode, "shipped_records": shipped, **json.loads(output.read_text())}
+                        run = {
+                            "model": name,
+                            "mode": mode,
+                            "shipped_records": shipped,
+                            **json.loads(output.read_text()),
+                        }
                         run["ratio"] = run["ready_s"] / run["hf_load_s"]
                         runs.append(run)
                     runs.sort(key=lambda run: run["ratio"])

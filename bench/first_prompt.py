@@ -39,7 +39,8 @@ for prompt in prompts:
     tokenizer.encode(prompt)
     seconds.append(time.perf_counter() - started)
 stats = tokenizer.tokbackend.stats()
-open(output, "w").write(json.dumps({"seconds": seconds, "fast_texts": stats["fast_texts"], "backend": stats["backend"]}))
+result = {"seconds": seconds, "fast_texts": stats["fast_texts"], "backend": stats["backend"]}
+open(output, "w").write(json.dumps(result))
 """.replace("TOKENS", str(TOKENS)).replace("PROMPTS", str(PROMPTS))
 
 
@@ -55,7 +56,9 @@ def main() -> None:
             for backend in arguments.backends if round_ % 2 == 0 else arguments.backends[::-1]:
                 output = Path(work) / "out.json"
                 environment = {**os.environ, "HF_HUB_OFFLINE": "1"}
-                subprocess.run([sys.executable, "-c", CHILD, backend, str(output)], env=environment, check=True, cwd=ROOT)
+                subprocess.run(
+                    [sys.executable, "-c", CHILD, backend, str(output)], env=environment, check=True, cwd=ROOT
+                )
                 run = json.loads(output.read_text())
                 assert run["backend"] == backend and run["fast_texts"] == PROMPTS, run
                 runs[backend].append(run["seconds"])
@@ -64,10 +67,17 @@ def main() -> None:
         first = statistics.median(run[0] for run in samples)
         later = statistics.median(statistics.median(run[-3:]) for run in samples)
         rows.append(
-            {"backend": backend, "first_ms": first * 1000, "later_ms": later * 1000, "ratio": first / later, "runs": samples}
+            {
+                "backend": backend,
+                "first_ms": first * 1000,
+                "later_ms": later * 1000,
+                "ratio": first / later,
+                "runs": samples,
+            }
         )
         print(
-            f"{backend:<10} first 32k prompt {first * 1000:.1f} ms, later {later * 1000:.1f} ms: {first / later:.2f}x", flush=True
+            f"{backend:<10} first 32k prompt {first * 1000:.1f} ms, later {later * 1000:.1f} ms: {first / later:.2f}x",
+            flush=True,
         )
     if arguments.json:
         arguments.json.write_text(json.dumps({"cpu_count": os.cpu_count(), "rows": rows}, indent=1) + "\n")

@@ -4,8 +4,10 @@ vocabulary.
 
 Usage:
   python bench/guard_derivation.py fast [--families qwen3 llama3 ...]   # seconds each
-  python bench/guard_derivation.py compare [--families ...] [--vocabularies real small]  # and the full scans (minutes each)
-  python bench/guard_derivation.py bound   # under the serving bound: built-in models, verify's changes, ids-oracle pipelines
+  # and the full scans (minutes each)
+  python bench/guard_derivation.py compare [--families ...] [--vocabularies real small]
+  # under the serving bound: built-in models, verify's changes, ids-oracle pipelines
+  python bench/guard_derivation.py bound
 Prints a Markdown table for bench/RESULTS.md and writes bench/guard-derivation.json (fast, compare)
 or bench/guard-derivation-bound.json (bound).
 Each derivation runs in a process of its own (its RSS growth is its own).
@@ -101,7 +103,12 @@ def _bound_tokenizer_json(case: str) -> str:
     if case == "qwen3.6's vocabulary, SentencePiece-style":
         spec = json.loads(tokbackend.load_hf("qwen3.6").backend_tokenizer.to_str())
         spec["normalizer"], spec["decoder"] = None, None
-        spec["pre_tokenizer"] = {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "first", "split": False}
+        spec["pre_tokenizer"] = {
+            "type": "Metaspace",
+            "replacement": "\u2581",
+            "prepend_scheme": "first",
+            "split": False,
+        }
         vocabulary = spec["model"]["vocab"]
         vocabulary.update({f"<0x{byte:02X}>": len(vocabulary) + 1000 + byte for byte in range(256)})
         spec["model"]["byte_fallback"] = True
@@ -178,7 +185,9 @@ def run_bound() -> dict:
     rows = []
     for case in BOUND_CASES:
         for backend in BACKENDS:
-            completed = subprocess.run([sys.executable, __file__, "bound-child", case, backend], capture_output=True, text=True)
+            completed = subprocess.run(
+                [sys.executable, __file__, "bound-child", case, backend], capture_output=True, text=True
+            )
             lines = [line for line in completed.stdout.splitlines() if line.startswith("RESULT ")]
             if completed.returncode != 0 or not lines:
                 raise RuntimeError(f"{case} {backend}: {completed.stderr[-2000:]}")
@@ -312,7 +321,9 @@ def main() -> None:
     if arguments.mode == "child":
         family, vocabulary, backend, derivation = arguments.rest
         result = (
-            _full_scans(family, vocabulary) if backend == "all" else _child(family, vocabulary, backend, derivation == "full")
+            _full_scans(family, vocabulary)
+            if backend == "all"
+            else _child(family, vocabulary, backend, derivation == "full")
         )
         print("RESULT " + json.dumps(result))
         return
@@ -324,7 +335,9 @@ def main() -> None:
     if arguments.mode == "bound":
         result = run_bound()
     else:
-        result = run(arguments.families or list(FAMILY_NAMES), arguments.vocabularies if arguments.mode == "compare" else [])
+        result = run(
+            arguments.families or list(FAMILY_NAMES), arguments.vocabularies if arguments.mode == "compare" else []
+        )
     header = f"{datetime.date.today()}, {os.cpu_count()} cores, {platform.processor() or platform.machine()}"
     print(header)
     print(result["markdown"])

@@ -35,7 +35,9 @@ MUTABLE_CALLS = frozenset(
     }
 )
 THREAD_CALLS = frozenset({"Thread", "ThreadPoolExecutor", "Timer", "start_new_thread"})
-LOCK_CALLS = frozenset({"Lock", "RLock", "Condition", "Semaphore", "BoundedSemaphore", "allocate_lock", "fork_safe_lock"})
+LOCK_CALLS = frozenset(
+    {"Lock", "RLock", "Condition", "Semaphore", "BoundedSemaphore", "allocate_lock", "fork_safe_lock"}
+)
 
 
 def called_name(node: ast.AST) -> str | None:
@@ -59,7 +61,9 @@ def scan(path: Path, root: Path) -> tuple[list[str], int, int]:
     module = str(path.relative_to(root))
     names = set()
     for node in tree.body:
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        targets = (
+            node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        )
         if targets and mutable(node.value):
             names.update(t.id for t in targets if isinstance(t, ast.Name) and t.id != "__all__")
     for node in ast.walk(tree):

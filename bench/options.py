@@ -52,7 +52,12 @@ LANES = {
     "tokbackend-auto": "`tokbackend-auto`",
 }
 BACKEND = {"gigatoken": "gigatoken", "tokbackend-auto": "auto"}  # tokbackend.accelerate's backend
-SGLANG_MODES = {"hf": "huggingface", "option": "fastokens", "gigatoken": "gigatoken", "tokbackend-auto": "tokbackend-auto"}
+SGLANG_MODES = {
+    "hf": "huggingface",
+    "option": "fastokens",
+    "gigatoken": "gigatoken",
+    "tokbackend-auto": "tokbackend-auto",
+}
 MODELS = ("qwen3.6", "qwen3")  # the built-in models
 CAPABILITIES = {  # check: its row in the table
     "offsets": "`return_offsets_mapping=True`",
@@ -72,7 +77,9 @@ def corpus() -> list[str]:
     from tokbackend._probe import EDGE_STRINGS
     from tokbackend.equivalence.corpus import prompt_text
 
-    prompts = [prompt_text(seed, chars, kind) for kind in ("code", "prose", "mixed") for seed, chars in ((1, 300), (2, 3_000))]
+    prompts = [
+        prompt_text(seed, chars, kind) for kind in ("code", "prose", "mixed") for seed, chars in ((1, 300), (2, 3_000))
+    ]
     return [*EDGE_STRINGS, *prompts, prompt_text(3, 30_000, "mixed"), prompt_text(4, 125_000, "mixed")]
 
 
@@ -123,7 +130,9 @@ def ids_calls(tokenizer, texts: list[str], chat: bool) -> list:
     calls.append(lambda: tokenizer(texts)["input_ids"])
     if chat:
         calls += [
-            lambda text=text: tokenizer.apply_chat_template([{"role": "user", "content": text}], tokenize=True, return_dict=False)
+            lambda text=text: tokenizer.apply_chat_template(
+                [{"role": "user", "content": text}], tokenize=True, return_dict=False
+            )
             for text in texts[-4:]
         ]
     return calls
@@ -179,12 +188,20 @@ def compared(attempted: dict, hf: dict) -> dict:
     every call went as HF's did."""
     outcomes = list(dict.fromkeys(attempted["outcomes"]))
     both = [
-        (ours, theirs) for ours, theirs in zip(attempted["answers"], hf["answers"]) if ours is not None and theirs is not None
+        (ours, theirs)
+        for ours, theirs in zip(attempted["answers"], hf["answers"])
+        if ours is not None and theirs is not None
     ]
     ids = sum(differing(ours, theirs) for ours, theirs in both)
     same = attempted["outcomes"] == hf["outcomes"] and ids == 0
     calls = len(attempted["outcomes"])
-    return {"outcome": ", ".join(outcomes), "calls": calls, "compared": len(both), "differing_ids": ids, "same_as_hf": same}
+    return {
+        "outcome": ", ".join(outcomes),
+        "calls": calls,
+        "compared": len(both),
+        "differing_ids": ids,
+        "same_as_hf": same,
+    }
 
 
 def exactness(python: str) -> dict:
@@ -241,7 +258,9 @@ def chat_one(mode: str, directory: str) -> dict:
         answered = {}
         for chars in CHAT_CHARS:
             try:
-                tokenized = await servers.sglang_chat_request(chat, servers.sglang_chat_completion(chat_messages(chars)))
+                tokenized = await servers.sglang_chat_request(
+                    chat, servers.sglang_chat_completion(chat_messages(chars))
+                )
                 answered[str(chars)] = {"outcome": "ok", "ids": servers.digest(tokenized.input_ids)}
             except Exception as error:
                 answered[str(chars)] = {"outcome": type(error).__name__, "error": str(error)[:300]}
@@ -408,7 +427,10 @@ def table(results: dict) -> str:
     exactness = results["exactness"]
     models = {lane: list(exactness[lane]["models"].values()) for lane in LANES}
     names = " and ".join(MODELS)
-    row(f"what encodes ({names})", (", ".join(dict.fromkeys(model["served_by"] for model in models[lane])) for lane in LANES))
+    row(
+        f"what encodes ({names})",
+        (", ".join(dict.fromkeys(model["served_by"] for model in models[lane])) for lane in LANES),
+    )
     row(
         f"ids differing from HF's ({names}: the corpus, in every call form)",
         (_ids_cell(lane, [m["ids"] for m in models[lane]]) for lane in LANES),
@@ -429,7 +451,8 @@ def table(results: dict) -> str:
     speed = ", ".join(f"`{run['source']}`" for run in results["speed"])
     lines += [
         "",
-        f"Measured {results['date']} by `bench/options.py` ({versions}; the chat rows: {sglang}, model {chat_run['model']}); "
+        f"Measured {results['date']} by `bench/options.py` ({versions}; the chat rows: {sglang}, model "
+        f"{chat_run['model']}); "
         f"speed: ms for stock, x stock for the others, both from one run of `bench/servers.py` ({speed}).",
     ]
     return "\n".join(lines)
@@ -450,7 +473,9 @@ def readme_table(path: Path = README) -> str:
 
 
 def main() -> None:
-    sys.path.insert(0, str(ROOT))  # bench and tokbackend import from the tree (its harness: CONTRIBUTING, "Running a checkout")
+    sys.path.insert(
+        0, str(ROOT)
+    )  # bench and tokbackend import from the tree (its harness: CONTRIBUTING, "Running a checkout")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)

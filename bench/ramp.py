@@ -66,7 +66,9 @@ def main() -> None:
     variants = {  # prompts -> (ready times, what served them)
         "HF serial": on(hf, lambda prompts: serial_ready_times(hf.encode, prompts)),
         "tokbackend serial": on(fast, lambda prompts: serial_ready_times(fast.encode, prompts)),
-        "tokbackend batch": on(fast, lambda prompts: batch_ready_times(lambda texts: fast(texts)["input_ids"], prompts)),
+        "tokbackend batch": on(
+            fast, lambda prompts: batch_ready_times(lambda texts: fast(texts)["input_ids"], prompts)
+        ),
         "tokbackend batch, at once after accelerate()": fresh_replica_batch,
     }
     lines = ["| variant | served by | p50 ms | p99 ms | whole burst ms | p50 vs HF |", "|---|---|---:|---:|---:|---:|"]

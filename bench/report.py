@@ -59,12 +59,19 @@ def markdown(data: dict, groups: dict[str, dict[str, float]]) -> str:
     when = data.get("datetime", "")[:10]
     # the machine that measured (pytest-benchmark records it), not the one writing the table
     cpu = machine.get("cpu", {})
-    python = f"{machine.get('python_implementation', 'CPython')} {machine.get('python_version', platform.python_version())}"
+    python = (
+        f"{machine.get('python_implementation', 'CPython')} {machine.get('python_version', platform.python_version())}"
+    )
     header = (
-        f"Measured {when} on {cpu.get('brand_raw') or _cpu_model()}, {cpu.get('count') or os.cpu_count()} cores ({python}); "
+        f"Measured {when} on {cpu.get('brand_raw') or _cpu_model()}, {cpu.get('count') or os.cpu_count()} cores "
+        f"({python}); "
         "medians, unseen text every round.\n"
     )
-    lines = [header, "| workload | competitor | served by | final build | median ms | vs HF |", "|---|---|---|---|---:|---:|"]
+    lines = [
+        header,
+        "| workload | competitor | served by | final build | median ms | vs HF |",
+        "|---|---|---|---|---:|---:|",
+    ]
     what_served = served_rows(data)
     for group in sorted(groups):
         medians = groups[group]
@@ -87,7 +94,9 @@ def chart(groups: dict[str, dict[str, float]], path: Path) -> None:
     figure, axes = plt.subplots(figsize=(11, 0.7 * len(names) + 2))
     height = 0.8 / max(1, len(competitors))
     for index, competitor in enumerate(competitors):
-        ratios = [groups[g][_reference(g, groups[g])] / groups[g][competitor] if competitor in groups[g] else 0 for g in names]
+        ratios = [
+            groups[g][_reference(g, groups[g])] / groups[g][competitor] if competitor in groups[g] else 0 for g in names
+        ]
         axes.barh([row + index * height for row in range(len(names))], ratios, height=height, label=competitor)
     axes.set_yticks([row + 0.4 - height / 2 for row in range(len(names))], names)
     axes.set_xlabel("speed-up over HuggingFace (x, higher is better)")

@@ -67,7 +67,14 @@ MODEL = "qwen3"
 CHARS_32K = 125_000  # ~32k tokens of the corpus's mixed text on Qwen3
 SYSTEM = "You are a coding agent. Use the tools to inspect and change the repository."
 # (mode name, environment): stock, the server's own fast option, tokbackend's modes
-SGLANG_MODES = {"huggingface": {}, "fastokens": {}, "gigatoken": {}, "tokbackend-auto": {}, "raw-fastokens": {}, "floor": {}}
+SGLANG_MODES = {
+    "huggingface": {},
+    "fastokens": {},
+    "gigatoken": {},
+    "tokbackend-auto": {},
+    "raw-fastokens": {},
+    "floor": {},
+}
 VLLM_MODES = {"hf": {}, "hf+VLLM_USE_FASTOKENS": {"VLLM_USE_FASTOKENS": "1"}, "gigatoken": {}, "tokbackend-auto": {}}
 STOCK = {"sglang": "huggingface", "vllm": "hf"}
 OPTION = {"sglang": "fastokens", "vllm": "hf+VLLM_USE_FASTOKENS"}
@@ -452,7 +459,11 @@ def vllm_one(mode: str, directory: str, arguments) -> dict:
     renderer = renderer_from_config(config)
     processor = InputProcessor(config, renderer)
     online = OnlineRenderer(
-        model_config=model_config, renderer=renderer, request_logger=None, chat_template=None, chat_template_content_format="auto"
+        model_config=model_config,
+        renderer=renderer,
+        request_logger=None,
+        chat_template=None,
+        chat_template_content_format="auto",
     )
 
     def to_engine(index, engine_input, request):
@@ -526,7 +537,14 @@ def run_one(server: str, mode: str, directory: str, arguments, reference: dict) 
     """One configuration in a fresh process: its workloads, each ids compared with HF's."""
     with tempfile.NamedTemporaryFile(suffix=".json") as output:
         command = [sys.executable, __file__, "one", server, mode, directory, output.name]
-        command += ["--repeat", str(arguments.repeat), "--turns", str(arguments.turns), "--workloads", *arguments.workloads]
+        command += [
+            "--repeat",
+            str(arguments.repeat),
+            "--turns",
+            str(arguments.turns),
+            "--workloads",
+            *arguments.workloads,
+        ]
         environment = (SGLANG_MODES if server == "sglang" else VLLM_MODES)[mode]
         completed = subprocess.run(command, env={**os.environ, **environment}, check=False, timeout=3000)
         if completed.returncode != 0:
@@ -564,7 +582,9 @@ def over_rounds(rounds: list[dict]) -> dict:
 
 def drive(server: str, arguments) -> None:
     modes = [
-        mode for mode in (SGLANG_MODES if server == "sglang" else VLLM_MODES) if not arguments.modes or mode in arguments.modes
+        mode
+        for mode in (SGLANG_MODES if server == "sglang" else VLLM_MODES)
+        if not arguments.modes or mode in arguments.modes
     ]
     reference = reference_ids(server, arguments)
     directory = model_dir()
@@ -637,16 +657,22 @@ def table(results: list[dict]) -> str:
                     cells.append(f"fails: {outcome['error'].split(':')[0]}")
                     continue
                 ms = outcome["ms"]
-                ratios = " / ".join(f"{ratio(other, outcome):.2f}x" if "ms" in other else "-" for other in (stock, option))
+                ratios = " / ".join(
+                    f"{ratio(other, outcome):.2f}x" if "ms" in other else "-" for other in (stock, option)
+                )
                 if "ms" in floor:
                     ratios += f"; {ratio(outcome, floor):.2f}x floor"
                 exact = "" if outcome.get("ids_equal_hf") else " **ids differ**"
                 # the backend where it is not the mode's steady one (a tree before 0.2.0 could swap mid-row)
                 steady = served.label(measured) if "backend" in measured else None
-                where = f" [{served.label(outcome)}]" if "backend" in outcome and served.label(outcome) != steady else ""
+                where = (
+                    f" [{served.label(outcome)}]" if "backend" in outcome and served.label(outcome) != steady else ""
+                )
                 cells.append(f"{ms:.1f} ({ratios}){exact}{where}")
             lines.append(f"| {workload} | " + " | ".join(cells) + " |")
-        lines.append("| served by (steady) | " + " | ".join(served.label(measured) for measured in modes.values()) + " |")
+        lines.append(
+            "| served by (steady) | " + " | ".join(served.label(measured) for measured in modes.values()) + " |"
+        )
     return "\n".join(lines)
 
 
@@ -663,7 +689,8 @@ def chart(results: list[dict], path: str) -> None:
         width = 0.8 / len(modes)
         for offset, (mode, measured) in enumerate(modes.items()):
             speedups = [
-                modes[STOCK[server]][w]["ms"] / measured[w]["ms"] if "ms" in measured.get(w, {}) else 0 for w in workloads
+                modes[STOCK[server]][w]["ms"] / measured[w]["ms"] if "ms" in measured.get(w, {}) else 0
+                for w in workloads
             ]
             axis.bar([i + offset * width for i in range(len(workloads))], speedups, width, label=mode)
         axis.set_xticks([i + 0.4 - width / 2 for i in range(len(workloads))], workloads)

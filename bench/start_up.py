@@ -31,7 +31,8 @@ tok = tokbackend.load(sys.argv[1])
 tok.encode("Hello! " * 100)
 stats = tok.tokbackend.stats()
 start_up = stats["start_up"]  # 0.2.0 names the phase; 0.1.0 said whether the build was final
-print("SERVED", stats["routing"].get("backend", stats["routing"].get("single")), start_up.get("phase", start_up.get("final")))
+backend = stats["routing"].get("backend", stats["routing"].get("single"))
+print("SERVED", backend, start_up.get("phase", start_up.get("final")))
 """
 HF_ONLY = "import sys, tokbackend; tokbackend.load_hf(sys.argv[1])"
 HOT = """

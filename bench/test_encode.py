@@ -59,7 +59,9 @@ def test_burst_of_40_prompts(benchmark, competitor):
     def burst():
         return ([workloads.unseen_prompt(32_000) for _ in range(40)],), {}
 
-    result = _timed(benchmark, serving, encode, setup=burst, rounds=2 if competitor.startswith("HF") else 5, iterations=1)
+    result = _timed(
+        benchmark, serving, encode, setup=burst, rounds=2 if competitor.startswith("HF") else 5, iterations=1
+    )
     assert len(result) == 40
 
 
@@ -83,7 +85,9 @@ def test_first_burst_on_a_fresh_replica(benchmark):
         replicas.append(tokenizer)
         return (tokenizer, texts), {}
 
-    benchmark.pedantic(lambda tokenizer, texts: tokenizer(texts)["input_ids"], setup=fresh_replica, rounds=3, iterations=1)
+    benchmark.pedantic(
+        lambda tokenizer, texts: tokenizer(texts)["input_ids"], setup=fresh_replica, rounds=3, iterations=1
+    )
     benchmark.extra_info.update(served.spanning(rounds))
 
 
@@ -103,7 +107,9 @@ def test_chat_template_encode(benchmark, competitor):
     _timed(
         benchmark,
         tokenizer,
-        lambda messages: tokenizer.apply_chat_template(messages, tokenize=True, add_generation_prompt=True, return_dict=False),
+        lambda messages: tokenizer.apply_chat_template(
+            messages, tokenize=True, add_generation_prompt=True, return_dict=False
+        ),
         setup=conversation,
         rounds=3 if competitor == "HF" else 15,
         iterations=1,

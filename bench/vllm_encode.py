@@ -70,7 +70,10 @@ def main() -> None:
         }
     stock = rows[arguments.modes[0]]["ms"]
     print(f"{datetime.date.today()}, {os.cpu_count()} cores, kwargs {kwargs}")
-    print("| --tokenizer-mode | served by | one ~32k-token prompt, ms (median) | speed-up vs stock | ids identical | fallbacks |")
+    print(
+        "| --tokenizer-mode | served by | one ~32k-token prompt, ms (median) | speed-up vs stock | ids "
+        "identical | fallbacks |"
+    )
     print("|---|---|---:|---:|---|---|")
     for mode, row in rows.items():
         cells = f"{row['ms']:.2f} | {stock / row['ms']:.1f}x | {row['identical']} | {row['fallbacks'] or '-'}"

@@ -86,7 +86,9 @@ def _fragments(content: str) -> list[str]:
     return [content[:cut] for cut in cuts] + [content[cut:] for cut in cuts] + [content[1:-1]] * (len(content) > 2)
 
 
-_CONTENT_SOURCES = sorted({fragment for special in MODEL_SPECIALS for fragment in (special, *_fragments(special))} - {""})
+_CONTENT_SOURCES = sorted(
+    {fragment for special in MODEL_SPECIALS for fragment in (special, *_fragments(special))} - {""}
+)
 
 
 def token_contents() -> st.SearchStrategy[str]:
@@ -131,7 +133,13 @@ def char_level_tokenizer_json(normalizer: dict[str, Any] | None) -> str:
     vocab = {"[UNK]": 0, **{character: index + 1 for index, character in enumerate(sorted(characters))}}
     model = {"type": "BPE", "vocab": vocab, "merges": [], "unk_token": "[UNK]", "dropout": None}
     return json.dumps(
-        {**dict.fromkeys(_EMPTY_SECTIONS), "version": "1.0", "added_tokens": [], "normalizer": normalizer, "model": model}
+        {
+            **dict.fromkeys(_EMPTY_SECTIONS),
+            "version": "1.0",
+            "added_tokens": [],
+            "normalizer": normalizer,
+            "model": model,
+        }
     )
 
 
@@ -154,7 +162,9 @@ def split_cases() -> st.SearchStrategy[SplitCase]:
     return st.tuples(st.sampled_from(NORMALIZERS), tokens).flatmap(lambda drawn: case(*drawn))
 
 
-def split_matches_hf(case: SplitCase, split: Callable[[str, str, bool], list[str | int] | None] | None = None) -> str | None:
+def split_matches_hf(
+    case: SplitCase, split: Callable[[str, str, bool], list[str | int] | None] | None = None
+) -> str | None:
     """None where the split of `case.text` (`split(tokenizer_json, text, split_special_tokens)`,
     by default `AddedTokens`) gives HF's ids, or leaves the text to HF; else what differs."""
     from tokenizers import Tokenizer
@@ -212,7 +222,21 @@ def random_token_set(rng: random.Random, model_tokens: Sequence[str], size: int)
 
 def random_text(rng: random.Random, contents: Sequence[str], parts: int = 10) -> str:
     """Text putting the contents side by side, cut, amid white space, words and other scripts."""
-    words = ["hello", " world", "x", "\u00e9t\u00e9", "\u4e2d\u6587", " ", "  ", "\n", "\t", "\u2000", "1", "e\u0301", "_"]
+    words = [
+        "hello",
+        " world",
+        "x",
+        "\u00e9t\u00e9",
+        "\u4e2d\u6587",
+        " ",
+        "  ",
+        "\n",
+        "\t",
+        "\u2000",
+        "1",
+        "e\u0301",
+        "_",
+    ]
     pieces = []
     for _ in range(rng.randint(1, parts)):
         roll = rng.random()
@@ -242,7 +266,9 @@ def call_forms(tokenizer: Any) -> dict[str, Callable[[list[str]], Any]]:
 
     def arrays(texts: list[str]) -> Any:
         with ids_as_arrays():
-            return [list(tokenizer.encode(text)) for text in texts] + [list(row) for row in tokenizer(texts)["input_ids"]]
+            return [list(tokenizer.encode(text)) for text in texts] + [
+                list(row) for row in tokenizer(texts)["input_ids"]
+            ]
 
     def chat(texts: list[str]) -> Any:
         if not getattr(tokenizer, "chat_template", None):
@@ -273,7 +299,8 @@ class AcceleratedMismatch:
 
     def report(self) -> str:
         return (
-            f"{self.family} on {self.backend}, {self.form} of {list(self.texts)!r} with added tokens {list(self.tokens)}:\n"
+            f"{self.family} on {self.backend}, {self.form} of {list(self.texts)!r} with added tokens "
+            f"{list(self.tokens)}:\n"
             f"  HF          {self.hf}\n  accelerated {self.accelerated}"
         )
 
@@ -321,7 +348,9 @@ def accelerated_matches_hf(
                 expected, got = answer_of(call, batch), answer_of(fast_forms[form], batch)
                 run.compared += len(batch)
                 if expected != got:
-                    run.mismatches.append(AcceleratedMismatch(family, backend, tuple(tokens), form, tuple(batch), expected, got))
+                    run.mismatches.append(
+                        AcceleratedMismatch(family, backend, tuple(tokens), form, tuple(batch), expected, got)
+                    )
         stats = fast.tokbackend.stats()
         run.fast_texts += stats["fast_texts"]
         for reason, count in stats["fallbacks"].items():

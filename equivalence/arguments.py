@@ -5,10 +5,11 @@ A `Call` is one call (`__call__`, `encode` or `apply_chat_template`) with its ar
 raised, and the warnings it issued. The accelerated tokenizer must give the outcome HuggingFace
 gives for every call: the same ids, or the same exception class (messages differ between
 tokenizers versions, so they are not compared), and the same warnings (collected, not printed:
-they answer verify's own calls, not the user's). `calls()` draws calls from the values HF's own checks distinguish (read from
-`_get_padding_truncation_strategies`, `_encode_plus`, `set_truncation_and_padding` and the Rust
-binding's argument conversion): bools and near-bools, negative and huge lengths, strides larger
-than the length, strings and floats where ints go, unknown keywords, texts of every shape.
+they answer verify's own calls, not the user's). `calls()` draws calls from the values HF's own
+checks distinguish (read from `_get_padding_truncation_strategies`, `_encode_plus`,
+`set_truncation_and_padding` and the Rust binding's argument conversion): bools and near-bools,
+negative and huge lengths, strides larger than the length, strings and floats where ints go,
+unknown keywords, texts of every shape.
 """
 
 from __future__ import annotations
@@ -73,7 +74,9 @@ def _call(draw, added_tokens: list[str]) -> Call:
         # its own keywords are template variables; tokenizer arguments go through tokenizer_kwargs
         content = draw(texts(added_tokens).filter(lambda value: isinstance(value, str)))
         messages = [{"role": "user", "content": content}]
-        return Call(method, messages, {"tokenize": True, "return_dict": draw(st.booleans()), "tokenizer_kwargs": kwargs})
+        return Call(
+            method, messages, {"tokenize": True, "return_dict": draw(st.booleans()), "tokenizer_kwargs": kwargs}
+        )
     return Call(method, draw(texts(added_tokens)), kwargs)
 
 

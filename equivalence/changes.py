@@ -30,7 +30,9 @@ def _added(tokenizer) -> list[str]:
 def _readd_stripped(tokenizer) -> None:
     """An added token re-added with lstrip and rstrip: same content, same id, other flags."""
     content = next(token for token in _added(tokenizer) if token.startswith("<"))
-    tokenizer.add_special_tokens({"additional_special_tokens": [AddedToken(content, lstrip=True, rstrip=True, normalized=False)]})
+    tokenizer.add_special_tokens(
+        {"additional_special_tokens": [AddedToken(content, lstrip=True, rstrip=True, normalized=False)]}
+    )
 
 
 def _in_place_pre_tokenizer(tokenizer) -> None:

@@ -26,7 +26,23 @@ from .strategies import combining_marks, contractions, input_classes
 
 MESSAGE_END = "<|im_end|>\n"
 
-EDGES = (" ", "  ", "\n", "\n\n", "\t", "'s", "'ll", "\u0301", "\u0300\u0316", "<|im_end", "<|im_start|", "|>", "<", ">", "")
+EDGES = (
+    " ",
+    "  ",
+    "\n",
+    "\n\n",
+    "\t",
+    "'s",
+    "'ll",
+    "\u0301",
+    "\u0300\u0316",
+    "<|im_end",
+    "<|im_start|",
+    "|>",
+    "<",
+    ">",
+    "",
+)
 
 
 def guarded_sample(code_points: Iterable[int], most: int = 40) -> list[int]:
@@ -56,7 +72,9 @@ def conversations(added_tokens: list[str], guarded: list[int]) -> st.SearchStrat
         lambda pair: f"<|im_start|>{pair[0]}\n{pair[1]}{MESSAGE_END}"
     )
     shared_system = st.sampled_from(["", '<|im_start|>system\nYou are a coding agent. Tools: {"read": {}}<|im_end|>\n'])
-    return st.tuples(shared_system, st.lists(message, min_size=1, max_size=6)).map(lambda pair: pair[0] + "".join(pair[1]))
+    return st.tuples(shared_system, st.lists(message, min_size=1, max_size=6)).map(
+        lambda pair: pair[0] + "".join(pair[1])
+    )
 
 
 def turn_by_turn(encode: Callable[[str], list[int]], cut_after: Iterable[str] = ()) -> Callable[[str], list[int]]:

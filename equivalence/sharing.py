@@ -60,7 +60,10 @@ def threads_with_truncation(hf, accelerated, guarded: str, calls_per_thread: int
     text would otherwise answer its repeats, and the internal calls a race needs would stop."""
     long_texts = [prompt_text(seed, 3000, "prose") for seed in range(4)]
     texts = [
-        [long_texts[(offset + call) % 4] if call % 2 == 0 else f"{guarded} {offset} {call}" for call in range(calls_per_thread)]
+        [
+            long_texts[(offset + call) % 4] if call % 2 == 0 else f"{guarded} {offset} {call}"
+            for call in range(calls_per_thread)
+        ]
         for offset in range(4)
     ]
     expected = [_truncated_ids(hf, worker_texts) for worker_texts in texts]
@@ -187,7 +190,10 @@ def length_warnings(hf, accelerated, guarded: str) -> str | None:
     ]
     for tokenizer in (hf, accelerated):
         tokenizer.model_max_length = 16
-    (theirs, their_answers), (ours, our_answers) = _length_warnings_of(hf, calls), _length_warnings_of(accelerated, calls)
+    (theirs, their_answers), (ours, our_answers) = (
+        _length_warnings_of(hf, calls),
+        _length_warnings_of(accelerated, calls),
+    )
     for index, (their_answer, our_answer) in enumerate(zip(their_answers, our_answers)):
         difference = _raised_alike(f"call {index + 1} of the length-warning sequence", their_answer, our_answer)
         if difference is not None:

@@ -52,7 +52,11 @@ def main() -> None:
             versions = guard_versions(tuple(kind.versioned_libraries))
             key = record_key(tokenizer_json, kind.guard_family)
             record = derive_fast(
-                tokenizer_json, kind.guard_family, lambda text, kind=kind: kind(text, kind.options_for_scanning()), key, versions
+                tokenizer_json,
+                kind.guard_family,
+                lambda text, kind=kind: kind(text, kind.options_for_scanning()),
+                key,
+                versions,
             )
             if record["scope"] != "pipeline":
                 continue  # the model's own vocabulary decides it: derived on the replica, per model

@@ -86,15 +86,20 @@ def emoji_sequences() -> st.SearchStrategy[str]:
 def whitespace_runs() -> st.SearchStrategy[str]:
     """Runs of spaces, tabs, CR/LF and unicode spaces between words."""
     run = st.lists(UNICODE_SPACES, min_size=1, max_size=12).map("".join)
-    return st.lists(st.one_of(run, st.sampled_from(["x", "word", "if", "42", "."])), min_size=1, max_size=20).map("".join)
+    return st.lists(st.one_of(run, st.sampled_from(["x", "word", "if", "42", "."])), min_size=1, max_size=20).map(
+        "".join
+    )
 
 
 def digit_runs() -> st.SearchStrategy[str]:
     """Digit runs (ASCII and other scripts' digits), numbers with separators."""
     digits = st.text(
-        st.one_of(st.sampled_from("0123456789"), _chars((0x0660, 0x0669), (0x0966, 0x096F), (0xFF10, 0xFF19))), min_size=1
+        st.one_of(st.sampled_from("0123456789"), _chars((0x0660, 0x0669), (0x0966, 0x096F), (0xFF10, 0xFF19))),
+        min_size=1,
     )
-    return st.lists(st.one_of(digits, st.sampled_from([".", ",", " ", "-", "e", "x", "%"])), min_size=1, max_size=20).map("".join)
+    return st.lists(
+        st.one_of(digits, st.sampled_from([".", ",", " ", "-", "e", "x", "%"])), min_size=1, max_size=20
+    ).map("".join)
 
 
 def contractions() -> st.SearchStrategy[str]:

@@ -10,7 +10,16 @@ from __future__ import annotations
 
 from typing import Any
 
-_ENCODING_FIELDS = ("ids", "type_ids", "tokens", "offsets", "attention_mask", "special_tokens_mask", "word_ids", "sequence_ids")
+_ENCODING_FIELDS = (
+    "ids",
+    "type_ids",
+    "tokens",
+    "offsets",
+    "attention_mask",
+    "special_tokens_mask",
+    "word_ids",
+    "sequence_ids",
+)
 
 
 def _read(read) -> Any:

@@ -14,9 +14,7 @@ from pathlib import Path
 from tokbackend._cache_dir import cache_dir
 from tokbackend._models.qwen import BUILTIN_MODELS, QwenModelSpec, model_dir
 
-LLAMA3_SPLIT = (
-    r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
-)
+LLAMA3_SPLIT = r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""  # noqa: E501 - spelled exactly as the file
 O200K_SPLIT = "|".join(
     [
         r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
@@ -32,7 +30,9 @@ O200K_SPLIT = "|".join(
 # TokenizersBackend loads tokenizer.json as written; Qwen2Tokenizer would rebuild the
 # pre-tokenizer with Qwen's own split regex.
 VOCABULARIES: dict[str, QwenModelSpec] = {
-    name: dataclasses.replace(BUILTIN_MODELS["qwen3"], name=name, split_regex=pattern, tokenizer_class="TokenizersBackend")
+    name: dataclasses.replace(
+        BUILTIN_MODELS["qwen3"], name=name, split_regex=pattern, tokenizer_class="TokenizersBackend"
+    )
     for name, pattern in (("llama3-split", LLAMA3_SPLIT), ("o200k-split", O200K_SPLIT))
 }
 

@@ -44,7 +44,9 @@ class DropsLastId(WrongInEveryForm):
         raise NotImplementedError
 
     def encode_batch(self, texts):
-        return [ids[:-1] if ids and self.wrong_on(text) else ids for text, ids in zip(texts, super().encode_batch(texts))]
+        return [
+            ids[:-1] if ids and self.wrong_on(text) else ids for text, ids in zip(texts, super().encode_batch(texts))
+        ]
 
     def encode(self, text):
         return self.encode_batch([text])[0]
@@ -133,7 +135,9 @@ class DropsOnAsciiLetters(DropsLastId):
         return any(character.isascii() and character.isalpha() for character in text)
 
     def encode_batch(self, texts):
-        DropsOnAsciiLetters.largest_seen = max([DropsOnAsciiLetters.largest_seen, *(ord(max(text)) for text in texts if text)])
+        DropsOnAsciiLetters.largest_seen = max(
+            [DropsOnAsciiLetters.largest_seen, *(ord(max(text)) for text in texts if text)]
+        )
         return super().encode_batch(texts)
 
 
@@ -284,7 +288,12 @@ class OffByOne(AddedTokenSplitter):
     def split(self, text, start=0):
         parts = [text_of(part) for part in super().split(text, start)]
         for index in range(1, len(parts) - 1):
-            if type(parts[index]) is int and type(parts[index + 1]) is str and index > 0 and type(parts[index - 1]) is str:
+            if (
+                type(parts[index]) is int
+                and type(parts[index + 1]) is str
+                and index > 0
+                and type(parts[index - 1]) is str
+            ):
                 parts[index - 1] += parts[index + 1][0]
                 parts[index + 1] = parts[index + 1][1:] or " "
         return parts

@@ -60,10 +60,14 @@ def main() -> None:
     heavy = sorted(
         name
         for name in (dist.metadata["Name"].lower() for dist in distributions())
-        if name in {"torch", "triton", "xgrammar", "hypothesis", "faker", "pytest"} or name.startswith(("nvidia-", "cuda-"))
+        if name in {"torch", "triton", "xgrammar", "hypothesis", "faker", "pytest"}
+        or name.startswith(("nvidia-", "cuda-"))
     )
     check(not heavy, f"the plain install pulled no torch, CUDA or test tools (found: {heavy})")
-    check(installed_here("tokbackend") and installed_here("tokbackend.equivalence"), f"tokbackend imports from {SITE_PACKAGES}")
+    check(
+        installed_here("tokbackend") and installed_here("tokbackend.equivalence"),
+        f"tokbackend imports from {SITE_PACKAGES}",
+    )
 
     import tokbackend
 
@@ -82,7 +86,9 @@ def main() -> None:
             expected_ids = [hf.encode(text) for text in TEXTS]
             check([fast.encode(text) for text in TEXTS] == expected_ids, f"{backend}: ids equal HF's")
             stats = fast.tokbackend.stats()
-            check(stats["start_up"]["phase"] == "final", f"{backend}: the start-up build is final ({stats['start_up']})")
+            check(
+                stats["start_up"]["phase"] == "final", f"{backend}: the start-up build is final ({stats['start_up']})"
+            )
             # derived by this process (or, after the first, read back from the cache it wrote)
             check(str(scratch / "cache") in stats["guard"], f"{backend}: guard {stats['guard']!r}")
             served_by = stats["backend"]
@@ -98,7 +104,10 @@ def main() -> None:
     names_extra = verify.returncode == 5 and "tokbackend[verify]" in verify.stderr
     check(names_extra, f"verify --quick names the missing extra (exit {verify.returncode})")
     version = run("--version")
-    check(version.stdout.strip() == f"tokbackend {tokbackend.__version__}", f"tokbackend --version: {version.stdout.strip()}")
+    check(
+        version.stdout.strip() == f"tokbackend {tokbackend.__version__}",
+        f"tokbackend --version: {version.stdout.strip()}",
+    )
 
     for group in ("sglang.srt.plugins", "vllm.general_plugins"):
         (plugin,) = [point for point in entry_points(group=group) if point.name == "tokbackend"]

@@ -68,7 +68,14 @@ def _special_kept(tokenizer_json: str, text: str, split_special_tokens: bool):
 
 @pytest.mark.parametrize(
     "defect",
-    [_one_pass, _shortest_first, _flag_ignored("lstrip"), _flag_ignored("rstrip"), _flag_ignored("single_word"), _special_kept],
+    [
+        _one_pass,
+        _shortest_first,
+        _flag_ignored("lstrip"),
+        _flag_ignored("rstrip"),
+        _flag_ignored("single_word"),
+        _special_kept,
+    ],
     ids=lambda defect: defect.__name__.strip("_"),
 )
 def test_the_split_harness_finds_a_planted_defect(defect):
@@ -92,7 +99,9 @@ def test_ids_with_random_added_tokens_are_hfs_on_every_backend(family, token_set
         run = accelerated_matches_hf(family, backend, seed=0, token_sets=token_sets, texts_per_set=24)
         assert not run.mismatches, "\n".join(mismatch.report() for mismatch in run.mismatches[:3])
         served += run.fast_texts
-        print(f"{family} on {backend}: {run.compared} texts compared, {run.fast_texts} fast, handed over {run.fallbacks}")
+        print(
+            f"{family} on {backend}: {run.compared} texts compared, {run.fast_texts} fast, handed over {run.fallbacks}"
+        )
     assert served > 0, "no backend answered any text: the harness proved nothing"
     print(f"{family}: {time.perf_counter() - started:.1f} s")
 

@@ -94,7 +94,14 @@ def test_cache_memory_stays_within_the_budget_where_raw_gigatoken_does_not():
 
 def test_fastokens_single_texts_give_hfs_ids(hf_tokenizer):
     backend = FastokensBackend(hf_tokenizer.backend_tokenizer.to_str(), FastokensBackend.options_for_scanning())
-    texts = ["", " ", "x", LONG, "<|im_start|>user\nhi<|im_end|>", "e\u0301 \U0001f468\u200d\U0001f469 1\ufe0f\u20e3 ١٢٣ 𝔘"]
+    texts = [
+        "",
+        " ",
+        "x",
+        LONG,
+        "<|im_start|>user\nhi<|im_end|>",
+        "e\u0301 \U0001f468\u200d\U0001f469 1\ufe0f\u20e3 ١٢٣ 𝔘",
+    ]
     texts += [prompt_text(seed, 5000, kind) for seed in range(3) for kind in ("code", "prose", "mixed")]
     for text in texts:
         expected = hf_tokenizer.encode(text, add_special_tokens=False)
@@ -192,8 +199,8 @@ class _AnswersTuples:
 
 def test_gigatoken_encodes_one_long_text_on_its_pool_with_the_same_ids(hf_tokenizer):
     """A text of `PARALLEL_CHARS` or more goes to gigatoken's pool even alone (its pieces encoded
-    in parallel): the ids, as a list and as an array, are those of the sequential path and HF's, on long texts of each kind
-    and on runs that no pretoken boundary cuts (spaces, one letter, newlines, digits, marks)."""
+    in parallel): the ids, as a list and as an array, are those of the sequential path and HF's, on long
+    texts of each kind and on runs that no pretoken boundary cuts (spaces, one letter, newlines, digits, marks)."""
     from tokbackend.backends import _gigatoken
 
     backend = GigatokenBackend(hf_tokenizer.backend_tokenizer.to_str(), GigatokenBackend.options_for_scanning())

@@ -33,7 +33,19 @@ def test_a_benchmark_row_without_what_served_it_fails(tmp_path):
     environment = {key: value for key, value in os.environ.items() if not key.startswith("PYTEST_")}
     environment["PYTHONPATH"] = os.pathsep.join([str(ROOT), environment.get("PYTHONPATH", "")])
     completed = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "bench.conftest", "-o", "addopts=", "-rA"],
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "bench.conftest",
+            "-o",
+            "addopts=",
+            "-rA",
+        ],
         cwd=tmp_path,
         env=environment,
         capture_output=True,

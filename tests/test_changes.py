@@ -33,10 +33,15 @@ def _cases():
         for through in ("original", "accelerated"):
             for backend in ("gigatoken", "fastokens"):
                 in_ci = (
-                    through == ("original", "accelerated")[index % 2] and backend == ("gigatoken", "fastokens")[index // 2 % 2]
+                    through == ("original", "accelerated")[index % 2]
+                    and backend == ("gigatoken", "fastokens")[index // 2 % 2]
                 )
                 yield pytest.param(
-                    change, through, backend, marks=() if in_ci else pytest.mark.slow, id=f"{change.name}-{through}-{backend}"
+                    change,
+                    through,
+                    backend,
+                    marks=() if in_ci else pytest.mark.slow,
+                    id=f"{change.name}-{through}-{backend}",
                 )
 
 

@@ -111,7 +111,10 @@ def test_ids_stay_exact_across_cache_renewals_under_eight_threads(hf_tokenizer):
     fast = tokbackend.accelerate(hf_tokenizer, "gigatoken", cache_budget_mib=16, segment_cache_mib=None)
     texts = [prompt_text(seed, 6000, "prose") for seed in range(100, 120)]
     rng = random.Random(7)
-    words = lambda: " ".join("".join(rng.choices("abcdefghijklmnopqrstuvwxyz", k=rng.randint(2, 9))) for _ in range(900))  # noqa: E731
+
+    def words() -> str:
+        return " ".join("".join(rng.choices("abcdefghijklmnopqrstuvwxyz", k=rng.randint(2, 9))) for _ in range(900))
+
     texts += [words() for _ in range(20)]
     expected = [hf_tokenizer.encode(text) for text in texts]
     release_freed_memory()
@@ -166,7 +169,9 @@ def test_child_processes_get_a_working_exact_accelerated_tokenizer(hf_tokenizer,
 def _add_a_token_and_encode(tokenizer, queue) -> None:
     tokenizer.add_tokens(["<forked_child_token>"])  # the next encode rebuilds the lanes
     text = "before <forked_child_token> after"
-    queue.put((tokenizer.encode(text), reference_of(tokenizer).hf_ids([text])[0], tokenizer.tokbackend.fast_path_enabled))
+    queue.put(
+        (tokenizer.encode(text), reference_of(tokenizer).hf_ids([text])[0], tokenizer.tokbackend.fast_path_enabled)
+    )
 
 
 def test_a_child_forked_while_another_thread_rebuilds_can_rebuild(fresh_pair):
@@ -203,7 +208,11 @@ def test_a_child_forked_while_another_thread_is_inside_hfs_call_can_call_hf(fres
     hand-overs would wait forever)."""
     hf, fast_tokenizer = fresh_pair
     text = "before \u017f after " * 50
-    expected = (hf(text, truncation=True, max_length=8)["input_ids"], hf.encode(text, add_special_tokens=False), hf.encode(text))
+    expected = (
+        hf(text, truncation=True, max_length=8)["input_ids"],
+        hf.encode(text, add_special_tokens=False),
+        hf.encode(text),
+    )
     inside = fast_tokenizer._tokbackend_gate.entered(fast_tokenizer._tokenizer, ("held by a test",), internal=False)
     context = multiprocessing.get_context("fork")
     queue = context.Queue()
@@ -357,7 +366,8 @@ def test_preload_imports_the_backends_libraries_in_the_background_unless_turned_
     check = (
         "import sys, time; import tokbackend; tokbackend.preload(); from tokbackend._process import preload; "
         "assert preload.wait(60); "
-        "print(all(name in sys.modules for name in ('awkward', 'tokbackend._guard.derive', 'tokbackend._routing.auto')))"
+        "print(all(name in sys.modules for name in ('awkward', 'tokbackend._guard.derive', "
+        "'tokbackend._routing.auto')))"
     )
     environment = {**os.environ, "TOKBACKEND_PRELOAD": setting}
     done = subprocess.run([sys.executable, "-c", check], env=environment, timeout=120, capture_output=True, text=True)

@@ -19,7 +19,9 @@ def test_xgrammar_tokenizer_info_equals_hf(hf_tokenizer, fast_tokenizer):
 
 def test_xgrammar_compiles_a_json_schema_grammar(fast_tokenizer):
     info = xgrammar.TokenizerInfo.from_huggingface(fast_tokenizer)
-    compiled = xgrammar.GrammarCompiler(info).compile_json_schema('{"type": "object", "properties": {"a": {"type": "integer"}}}')
+    compiled = xgrammar.GrammarCompiler(info).compile_json_schema(
+        '{"type": "object", "properties": {"a": {"type": "integer"}}}'
+    )
     matcher = xgrammar.GrammarMatcher(compiled)
     assert matcher.accept_string('{"a": 1}')
 

@@ -91,7 +91,9 @@ def test_a_backend_wrong_on_ascii_letters_is_refused_before_anything_past_ascii_
     assert fast.encode("Hello, world!") == hf.encode("Hello, world!")
     # the planted derivation without the refusal scans on past ASCII and writes what it found
     monkeypatch.setattr(derive, "refuse_inexact_on_ascii", lambda *args, **kwargs: None)
-    tokbackend.accelerate(hf, DropsOnAsciiLetters.name, probe=False, guard=_unshipped(tmp_path, code_points=tuple(STABLE)))
+    tokbackend.accelerate(
+        hf, DropsOnAsciiLetters.name, probe=False, guard=_unshipped(tmp_path, code_points=tuple(STABLE))
+    )
     assert DropsOnAsciiLetters.largest_seen >= 0x400 and _records(unseen)
 
 
@@ -216,7 +218,10 @@ def test_the_offline_derivation_is_not_bounded(unseen, hand_clock, register_for_
     kind = backend_class(slow.name)
     started = hand_clock.now
     full = derive.derive_record(
-        text, kind.guard_family, lambda json_text: kind(json_text, kind.options_for_scanning()), record_key(text, "gigatoken"),
+        text,
+        kind.guard_family,
+        lambda json_text: kind(json_text, kind.options_for_scanning()),
+        record_key(text, "gigatoken"),
         FAKE_VERSIONS, code_points=STABLE + list(range(0x323B0, 0x32400)),
     )  # fmt: skip
     assert hand_clock.now - started > 10 and full["code_points"]

@@ -80,13 +80,15 @@ ELSEWHERE = {
     "python -m sglang.launch_server --model-path Qwen/Qwen3-8B --tokenizer-backend gigatoken": (
         "tests/sglang/test_sglang_plugin.py::test_the_stock_cli_parses_the_flag"
     ),
-    "vllm serve Qwen/Qwen3-8B --tokenizer-mode gigatoken": "tests/vllm/test_vllm_plugin.py::test_the_cli_parses_the_mode",
-    "tokbackend sglang-gate --model-path /models/qwen3 --flag gigatoken -- --tp 1 --constrained-json-disable-any-whitespace": (
+    "vllm serve Qwen/Qwen3-8B --tokenizer-mode gigatoken": (
+        "tests/vllm/test_vllm_plugin.py::test_the_cli_parses_the_mode"
+    ),
+    "tokbackend sglang-gate --model-path /models/qwen3 --flag gigatoken -- --tp 1 "
+    "--constrained-json-disable-any-whitespace": (
         "tests/test_serving_gate.py::test_the_gate_finds_a_backend_that_drops_an_id_on_long_texts"
     ),
-    "tokbackend sglang-gate --model-path /models/qwen3 --reference-url http://stock:30000 --candidate-url http://ours:30001": (
-        "tests/test_serving_gate.py::test_the_gate_finds_a_backend_that_drops_an_id_on_long_texts"
-    ),
+    "tokbackend sglang-gate --model-path /models/qwen3 --reference-url http://stock:30000 --candidate-url "
+    "http://ours:30001": ("tests/test_serving_gate.py::test_the_gate_finds_a_backend_that_drops_an_id_on_long_texts"),
 }
 CHANGELOG_SECTIONS = ("Added", "Changed", "Deprecated", "Removed", "Fixed", "Security")
 
@@ -234,7 +236,9 @@ def test_resetting_autos_choices_removes_the_file_auto_reads(tmp_path, monkeypat
 
 def test_a_baked_record_is_found_where_the_docs_say(tmp_path):
     """docs/guard-records.md: bake the records, point TOKBACKEND_GUARD_DIR at them, serve."""
-    [where] = {where for where, command in documented_commands() if command.startswith("tokbackend guard qwen3.6 --output")}
+    [where] = {
+        where for where, command in documented_commands() if command.startswith("tokbackend guard qwen3.6 --output")
+    }
     block = next(text for at, language, text in fenced_blocks() if at == where)
     serve = "import tokbackend; print(tokbackend.load('qwen3.6', 'gigatoken').tokbackend.stats()['guard_record'])"
     completed = bash(f"{block}\npython -c {shlex.quote(serve)}", tmp_path)
@@ -252,7 +256,11 @@ def test_a_cache_filled_at_image_build_time_serves_without_writing_to_it(tmp_pat
     assert filled.returncode == 0, filled.stdout[-2000:] + filled.stderr[-2000:]
     cache = tmp_path / "tokbackend-cache"
     kept = {path: path.stat().st_mtime_ns for path in cache.rglob("*")}
-    assert any(cache.glob("guards/*.json")) and (cache / "auto" / "choices.json").is_file() and any(cache.glob("qwen3.6-*"))
+    assert (
+        any(cache.glob("guards/*.json"))
+        and (cache / "auto" / "choices.json").is_file()
+        and any(cache.glob("qwen3.6-*"))
+    )
     serve = "import tokbackend; print(tokbackend.load('qwen3.6').tokbackend.describe())"
     served = bash(f"python -c {shlex.quote(serve)}", tmp_path, TOKBACKEND_CACHE_DIR=str(cache))
     assert served.returncode == 0, served.stderr[-2000:]
@@ -343,7 +351,9 @@ def test_the_synopsis_is_verifys_usage(monkeypatch):
 def test_the_sample_output_shows_every_step_verify_runs():
     steps = ["load", "boot probe", *verify.STEP_TITLES.values()]
     sample = next(
-        text for where, language, text in fenced_blocks() if where.startswith("docs/verify.md") and text.startswith("step ")
+        text
+        for where, language, text in fenced_blocks()
+        if where.startswith("docs/verify.md") and text.startswith("step ")
     )
     shown = [line.split("  ")[0] for line in sample.splitlines()[1:] if not line.startswith("result:")]
     assert shown == steps
@@ -371,7 +381,9 @@ def test_the_version_is_written_once():
 
 def test_every_extra_the_docs_name_exists():
     pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
-    extras = set(re.findall(r"^(\w+) = \[", pyproject.split("[project.optional-dependencies]", 1)[1].split("\n[", 1)[0], re.M))
+    extras = set(
+        re.findall(r"^(\w+) = \[", pyproject.split("[project.optional-dependencies]", 1)[1].split("\n[", 1)[0], re.M)
+    )
     named = set()
     for path in DOCS:
         for group in re.findall(r"(?:tokbackend|\.)\[([\w,]+)\]", path.read_text(encoding="utf-8")):
@@ -386,7 +398,11 @@ REFERRING = [
     *DOCS,
     ROOT / "pyproject.toml",
     *sorted(ROOT.glob(".ci/*")),
-    *(path for folder in ("tokbackend", "equivalence", "bench", "tests") for path in sorted((ROOT / folder).rglob("*.py"))),
+    *(
+        path
+        for folder in ("tokbackend", "equivalence", "bench", "tests")
+        for path in sorted((ROOT / folder).rglob("*.py"))
+    ),
 ]
 REFERRING.remove(Path(__file__).resolve())  # its patterns and planted references are no references
 # `README "Heading"`, `README "A", "B"`, `docs/x.md, "Heading"` (also after a markdown link to it,
@@ -439,7 +455,9 @@ def test_every_cross_reference_resolves():
 def test_a_reference_to_a_section_that_is_gone_is_named(tmp_path):
     """Planted: the references that had gone stale (README sections moved into docs/)."""
     planted = tmp_path / "planted.py"
-    planted.write_text('# see README "Segment cache"; docs/verify.md, "Exit codes"; docs/sglang.md, "No such heading"\n')
+    planted.write_text(
+        '# see README "Segment cache"; docs/verify.md, "Exit codes"; docs/sglang.md, "No such heading"\n'
+    )
     doc = tmp_path / "planted.md"
     doc.write_text("[here](docs/missing.md) and [there](" + str(ROOT / "docs" / "verify.md") + "#no-such-anchor)\n")
     assert broken_references([planted, doc]) == [

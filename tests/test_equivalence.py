@@ -47,7 +47,9 @@ def test_find_mismatch_replays_the_pinned_examples(hf_tokenizer):
         return ids + [0] if text == pinned else ids
 
     profile = settings(settings.get_profile("ci"), max_examples=1)
-    mismatch = find_mismatch(hf_tokenizer.encode, wrong_on_the_pinned_example, st.just("x"), "recent_code_points", profile)
+    mismatch = find_mismatch(
+        hf_tokenizer.encode, wrong_on_the_pinned_example, st.just("x"), "recent_code_points", profile
+    )
     assert mismatch is not None and mismatch.text == pinned
 
 
@@ -64,7 +66,9 @@ def test_find_mismatch_shrinks_to_a_minimal_example(hf_tokenizer):
         return ids[:-1] if any(character.isdigit() for character in text) else ids
 
     strategy = input_classes([])["digit_runs"]()
-    mismatch = find_mismatch(hf_tokenizer.encode, drops_after_digits, strategy, "digit_runs", settings.get_profile("ci"))
+    mismatch = find_mismatch(
+        hf_tokenizer.encode, drops_after_digits, strategy, "digit_runs", settings.get_profile("ci")
+    )
     assert mismatch is not None
     assert len(mismatch.text) == 1 and mismatch.text.isdigit()
 

@@ -59,7 +59,9 @@ def _assert_defines_no_exception(name: str) -> None:
 def test_every_exception_tokbackend_defines_derives_from_one_base():
     classes = _exception_classes()
     assert {"BackendUnavailableError", "FastPathError", "NoExactBackend", "DerivationOverBudget"} <= classes.keys()
-    outside = sorted(name for name, kind in classes.items() if not issubclass(kind, TokbackendError) and name not in SIGNALS)
+    outside = sorted(
+        name for name, kind in classes.items() if not issubclass(kind, TokbackendError) and name not in SIGNALS
+    )
     assert not outside, f"not TokbackendErrors: {outside}"
     for name, base in BUILTIN_BASES.items():
         assert issubclass(classes[name], base), name

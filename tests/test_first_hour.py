@@ -13,11 +13,21 @@ import pytest
 
 import tokbackend
 from tokbackend import _cli as cli
-from tokbackend._verify import EXIT_MISSING_TOOLS, EXIT_NOT_FOUND, EXIT_OK, EXIT_PARTIAL, StepResult, VerifyReport, verdict
+from tokbackend._verify import (
+    EXIT_MISSING_TOOLS,
+    EXIT_NOT_FOUND,
+    EXIT_OK,
+    EXIT_PARTIAL,
+    StepResult,
+    VerifyReport,
+    verdict,
+)
 
 
 def _run_cli(*arguments: str, code: str | None = None, cwd=None) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-c", code, *arguments] if code else [sys.executable, "-m", "tokbackend._cli", *arguments]
+    command = (
+        [sys.executable, "-c", code, *arguments] if code else [sys.executable, "-m", "tokbackend._cli", *arguments]
+    )
     return subprocess.run(command, capture_output=True, text=True, timeout=600, check=False, cwd=cwd)
 
 
@@ -32,7 +42,9 @@ def test_a_plain_install_brings_no_torch_cuda_or_test_tools():
 
 
 def test_verify_names_the_extra_when_its_tools_are_missing():
-    code = "import sys; sys.modules['hypothesis'] = None; from tokbackend._cli import main; sys.exit(main(sys.argv[1:]))"
+    code = (
+        "import sys; sys.modules['hypothesis'] = None; from tokbackend._cli import main; sys.exit(main(sys.argv[1:]))"
+    )
     completed = _run_cli("verify", "qwen3", "--quick", code=code)
     assert completed.returncode == EXIT_MISSING_TOOLS
     assert "pip install 'tokbackend[verify]'" in completed.stderr and "hypothesis" in completed.stderr
@@ -40,7 +52,10 @@ def test_verify_names_the_extra_when_its_tools_are_missing():
 
 def test_a_quick_check_that_passes_exits_0_and_a_narrowed_run_exits_7():
     def report(*skipped: tuple[str, str]) -> VerifyReport:
-        steps = [StepResult("load", "ok", "", 0.0), *(StepResult(name, "skipped", detail, 0.0) for name, detail in skipped)]
+        steps = [
+            StepResult("load", "ok", "", 0.0),
+            *(StepResult(name, "skipped", detail, 0.0) for name, detail in skipped),
+        ]
         return VerifyReport("m", "b", steps)
 
     quick = report(("code-point scan", "--quick"), ("grammar gate", "--quick"))
@@ -107,7 +122,8 @@ def test_load_does_not_wait_on_a_network_it_cannot_reach(monkeypatch):
 @pytest.mark.parametrize("flag", ["--help", "--version"])
 def test_help_and_version_import_no_transformers(flag):
     code = (
-        "import sys\nimport tokbackend._cli\ntry:\n    tokbackend._cli.main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+        "import sys\nimport tokbackend._cli\ntry:\n    tokbackend._cli.main(sys.argv[1:])\nexcept SystemExit:\n "
+        "   pass\n"
         "from tokbackend._process import preload\npreload.wait()\nprint('transformers' in sys.modules)"
     )
     completed = _run_cli(flag, code=code)
@@ -118,7 +134,8 @@ def test_importing_tokbackend_without_torch_prints_no_pytorch_advisory():
     """A plain install has no torch; transformers' other messages still pass."""
     code = (
         "import logging, sys\nsys.modules['torch'] = None\nimport tokbackend\ntokbackend.accelerate\n"
-        "assert 'transformers' in sys.modules\nlogging.getLogger('transformers').warning('another message of transformers')"
+        "assert 'transformers' in sys.modules\nlogging.getLogger('transformers').warning('another message of "
+        "transformers')"
     )
     completed = _run_cli(code=code)
     assert completed.returncode == 0, completed.stderr
@@ -129,7 +146,17 @@ def test_importing_tokbackend_without_torch_prints_no_pytorch_advisory():
 def test_guard_progress_into_a_file_is_plain_lines(tmp_path):
     log = tmp_path / "guard.log"
     with log.open("wb") as handle:  # bytes: text mode would turn a carriage return into a newline
-        command = [sys.executable, "-m", "tokbackend._cli", "guard", "qwen3", "--backend", "fastokens", "--output", str(tmp_path)]
+        command = [
+            sys.executable,
+            "-m",
+            "tokbackend._cli",
+            "guard",
+            "qwen3",
+            "--backend",
+            "fastokens",
+            "--output",
+            str(tmp_path),
+        ]
         completed = subprocess.run(command, stdout=subprocess.PIPE, stderr=handle, timeout=600, check=False)
     written = log.read_bytes()
     assert completed.returncode == 0, written[-2000:]

@@ -221,7 +221,9 @@ def test_a_record_is_keyed_by_the_pipeline_not_the_vocabulary():
     real, small = (build_family("llama3", vocabulary).backend_tokenizer.to_str() for vocabulary in ("real", "small"))
     assert pipeline_fingerprint(real) == pipeline_fingerprint(small)
     spec = json.loads(small)
-    spec["pre_tokenizer"]["pretokenizers"][-1]["trim_offsets"] = not spec["pre_tokenizer"]["pretokenizers"][-1]["trim_offsets"]
+    spec["pre_tokenizer"]["pretokenizers"][-1]["trim_offsets"] = not spec["pre_tokenizer"]["pretokenizers"][-1][
+        "trim_offsets"
+    ]
     assert pipeline_fingerprint(json.dumps(spec)) == pipeline_fingerprint(small)
     spec["normalizer"] = {"type": "NFC"}
     assert pipeline_fingerprint(json.dumps(spec)) != pipeline_fingerprint(small)
@@ -275,7 +277,9 @@ def test_a_baked_record_is_used_without_a_scan(fresh_pair, monkeypatch, tmp_path
     baked = {**shipped, "applies_to": [FAKE_VERSIONS]}
     write_record(baked, tmp_path / "baked")
     monkeypatch.setattr(guard_module, "guard_versions", lambda libraries: FAKE_VERSIONS)
-    monkeypatch.setattr(derive, "derive_fast", lambda *args, **kwargs: pytest.fail("derived although a record was baked"))
+    monkeypatch.setattr(
+        derive, "derive_fast", lambda *args, **kwargs: pytest.fail("derived although a record was baked")
+    )
     monkeypatch.setenv(BAKED_RECORDS_ENV, str(tmp_path / "baked"))
     monkeypatch.setenv("TOKBACKEND_CACHE_DIR", str(tmp_path / "cache"))
     fast = tokbackend.accelerate(hf, "gigatoken")
@@ -330,7 +334,9 @@ def _fast(tokenizer_json: str, backend: str, **kwargs) -> dict:
     kind = backend_class(backend)
     build = lambda text: kind(text, kind.options_for_scanning())  # noqa: E731
     key = record_key(tokenizer_json, kind.guard_family)
-    return derive.derive_fast(tokenizer_json, kind.guard_family, build, key, guard_versions(kind.versioned_libraries), **kwargs)
+    return derive.derive_fast(
+        tokenizer_json, kind.guard_family, build, key, guard_versions(kind.versioned_libraries), **kwargs
+    )
 
 
 @pytest.mark.parametrize("backend", ["gigatoken", "fastokens"])
@@ -345,7 +351,10 @@ def test_the_fast_derivation_finds_exactly_what_the_full_scan_found(model, backe
     # as it stretches the wall clock
     rss, started = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, time.process_time()
     record = _fast(text, backend)
-    cpu_seconds, growth_mib = time.process_time() - started, (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss) / 1024
+    cpu_seconds, growth_mib = (
+        time.process_time() - started,
+        (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss) / 1024,
+    )
     full = json.loads((FULL_SCANS / f"{model}-{backend}.json").read_text())
     assert from_ranges(record["code_points"]) == from_ranges(full["code_points"])
     assert record["scope"] == "pipeline"
@@ -394,7 +403,9 @@ def test_the_fast_derivation_equals_the_full_scan_on_every_pipeline(family):
         for vocabulary in ("real", "small"):
             text = build_family(family, vocabulary).backend_tokenizer.to_str()
             build = lambda json_text, kind=kind: kind(json_text, kind.options_for_scanning())  # noqa: E731
-            full = derive_record(text, backend, build, record_key(text, backend), guard_versions(kind.versioned_libraries))
+            full = derive_record(
+                text, backend, build, record_key(text, backend), guard_versions(kind.versioned_libraries)
+            )
             assert from_ranges(_fast(text, backend)["code_points"]) == from_ranges(full["code_points"]), (
                 family,
                 backend,
@@ -445,7 +456,9 @@ def test_guard_is_rederived_when_library_versions_change(fresh_pair, small_deriv
     assert not any("deriving" in record.getMessage() for record in caplog.records)
 
 
-def test_a_derivation_guards_what_a_backends_single_text_calls_get_wrong(fresh_pair, small_derivation, register_for_test):
+def test_a_derivation_guards_what_a_backends_single_text_calls_get_wrong(
+    fresh_pair, small_derivation, register_for_test
+):
     """The scan compares every call form a lane serves: a backend right in batches but wrong in
     its single-text calls on U+A501 gets that code point guarded (before: the scan read batches
     alone, so the guard missed it and one-text calls served wrong ids)."""
@@ -558,7 +571,9 @@ def test_divergent_code_points_deep_in_long_prompts_are_exact(hf_tokenizer, fast
     assert encode(fast_tokenizer) == expected
     after = fast_tokenizer.tokbackend.stats()
     assert after["fallbacks"]["unicode_guard"] == before["fallbacks"].get("unicode_guard", 0) + 1
-    assert after["fast_texts"] == before["fast_texts"] + (0 if call == "single" else 1)  # only what the backend answered
+    assert after["fast_texts"] == before["fast_texts"] + (
+        0 if call == "single" else 1
+    )  # only what the backend answered
     # the same inputs catch a guard that reads only the first 1,000 characters
     deep = _deep_text(LETTER_X)
     texts[1] = deep
@@ -650,8 +665,16 @@ def _vocabulary_tokenizer(name: str):
 def test_a_record_found_again_adds_its_versions_to_the_one_on_disk_and_keeps_its_labels(tmp_path):
     """A shipped record's labels ("families", "models") are written by hand; a derivation that
     finds the same code points again adds only the versions it ran on."""
-    found = {"format": 3, "backend": "gigatoken", "scope": "pipeline", "pipeline": "p" * 64, "code_points": [[768, 769]]}
-    first = write_record({**found, "applies_to": [{"gigatoken": "1"}], "families": "qwen3", "models": "Qwen3"}, tmp_path)
+    found = {
+        "format": 3,
+        "backend": "gigatoken",
+        "scope": "pipeline",
+        "pipeline": "p" * 64,
+        "code_points": [[768, 769]],
+    }
+    first = write_record(
+        {**found, "applies_to": [{"gigatoken": "1"}], "families": "qwen3", "models": "Qwen3"}, tmp_path
+    )
     again = write_record({**found, "applies_to": [{"gigatoken": "2"}]}, tmp_path)
     assert again == first and len(list(tmp_path.glob("*.json"))) == 1
     merged = json.loads(first.read_text(encoding="utf-8"))

@@ -138,7 +138,15 @@ def test_an_import_up_a_layer_inside_a_package_is_found(tmp_path):
     (package / "_verify.py").write_text("def verify():\n    from planted.integrations.common import flag\n")
     (package / "integrations" / "common.py").write_text("flag = 1\n")
     (package / "integrations" / "gate.py").write_text("from planted._verify import verify\n")
-    layers = [["_process"], ["backends"], ["_routing.choices"], ["_routing.auto"], ["_routing"], ["_verify"], ["integrations"]]
+    layers = [
+        ["_process"],
+        ["backends"],
+        ["_routing.choices"],
+        ["_routing.auto"],
+        ["_routing"],
+        ["_verify"],
+        ["integrations"],
+    ]
     layers.append(["__init__"])
     assert _upward(_graph(package), layers) == [
         "planted._process.preload (layer 0) imports planted.backends (layer 1)",
@@ -225,12 +233,17 @@ def _imports_equivalence(path: Path) -> list[tuple[str, bool]]:
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
-            names = [f"{node.module}.{alias.name}" if node.module == "tokbackend" else node.module or "" for alias in node.names]
+            names = [
+                f"{node.module}.{alias.name}" if node.module == "tokbackend" else node.module or ""
+                for alias in node.names
+            ]
         elif isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
         else:
             continue
-        found.extend((name, id(node) in top_level) for name in names if name.split(".")[:2] == ["tokbackend", "equivalence"])
+        found.extend(
+            (name, id(node) in top_level) for name in names if name.split(".")[:2] == ["tokbackend", "equivalence"]
+        )
     return found
 
 

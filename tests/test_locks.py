@@ -34,7 +34,9 @@ def _remade_after_fork(tree: ast.Module) -> set[str]:
     def is_hook(decorator: ast.expr) -> bool:
         return getattr(decorator, "id", getattr(decorator, "attr", None)) == "after_fork_in_child"
 
-    hooks = [node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef) and any(map(is_hook, node.decorator_list))]
+    hooks = [
+        node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef) and any(map(is_hook, node.decorator_list))
+    ]
     return {name for hook in hooks for name in _called_names(hook)}
 
 

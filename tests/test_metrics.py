@@ -160,7 +160,9 @@ _SERVER_PROCESS = textwrap.dedent(
 
 def test_multiprocess_mode_sums_every_process_including_forked_children(tmp_path):
     processes = [
-        subprocess.Popen([sys.executable, "-c", _SERVER_PROCESS, str(tmp_path), when], stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, "-c", _SERVER_PROCESS, str(tmp_path), when], stderr=subprocess.PIPE, text=True
+        )
         for when in ("early", "late")
     ]
     for process in processes:

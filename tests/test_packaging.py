@@ -40,7 +40,9 @@ def wheel_names(tmp_path_factory) -> set[str]:
     if not wheel:
         outdir = tmp_path_factory.mktemp("wheel")
         command = ["bash", str(SOURCE_TREE / ".ci" / "build"), str(outdir), "--wheel"]
-        subprocess.run(command, check=True, capture_output=True, timeout=600, env={**os.environ, "PYTHON": sys.executable})
+        subprocess.run(
+            command, check=True, capture_output=True, timeout=600, env={**os.environ, "PYTHON": sys.executable}
+        )
         (wheel,) = map(str, outdir.glob("tokbackend-*.whl"))
     with zipfile.ZipFile(wheel) as archive:
         return set(archive.namelist())
@@ -59,10 +61,15 @@ def data_files_read() -> list[tuple[Path, str, str]]:
             continue  # the helpers themselves
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("package_path", "read_text"):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id in ("package_path", "read_text")
+            ):
                 arguments = [argument.value for argument in node.args if isinstance(argument, ast.Constant)]
                 assert len(arguments) == len(node.args) == 2, (
-                    f"{path}:{node.lineno}: name the package and the file literally, so this test can check the wheel holds it"
+                    f"{path}:{node.lineno}: name the package and the file literally, so this test can check the "
+                    f"wheel holds it"
                 )
                 found.append((path, *arguments))
     return found
@@ -119,7 +126,10 @@ def test_the_check_fails_on_a_wheel_that_dropped_a_data_file(wheel_names):
 def test_every_file_of_the_source_packages_is_in_the_wheel(wheel_names):
     # what the code reads is checked above; this catches a data file added to the tree and not to package-data
     tracked = subprocess.run(
-        ["git", "-C", str(SOURCE_TREE), "ls-files", "tokbackend", "equivalence"], capture_output=True, text=True, check=True
+        ["git", "-C", str(SOURCE_TREE), "ls-files", "tokbackend", "equivalence"],
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout.split()
     assert tracked, "no git checkout beside the tests"
     shipped_as = {"tokbackend/" + name if name.startswith("equivalence/") else name for name in tracked}
@@ -167,7 +177,9 @@ def test_a_missing_data_file_is_named_with_the_fix(tmp_path, monkeypatch):
 
 def _build_outputs() -> set[str]:
     """What a build in place leaves at the top of the tree: build/, dist/, *.egg-info/."""
-    return {path.name for path in SOURCE_TREE.iterdir() if path.name in ("build", "dist") or path.name.endswith(".egg-info")}
+    return {
+        path.name for path in SOURCE_TREE.iterdir() if path.name in ("build", "dist") or path.name.endswith(".egg-info")
+    }
 
 
 def test_a_build_leaves_the_source_tree_as_it_found_it(tmp_path):
@@ -175,7 +187,9 @@ def test_a_build_leaves_the_source_tree_as_it_found_it(tmp_path):
     build/, tokbackend.egg-info/ and dist/ there after every test run)."""
     before = _build_outputs()
     command = ["bash", str(SOURCE_TREE / ".ci" / "build"), str(tmp_path), "--wheel"]
-    completed = subprocess.run(command, capture_output=True, text=True, check=False, env={**os.environ, "PYTHON": sys.executable})
+    completed = subprocess.run(
+        command, capture_output=True, text=True, check=False, env={**os.environ, "PYTHON": sys.executable}
+    )
     assert completed.returncode == 0, completed.stdout[-2000:] + completed.stderr[-2000:]
     assert [path.name for path in tmp_path.glob("tokbackend-*.whl")]
     assert _build_outputs() == before
@@ -185,7 +199,9 @@ def test_a_checkout_on_pythonpath_imports_its_own_harness(tmp_path):
     """`PYTHONPATH=<checkout>` (CONTRIBUTING, "Running a checkout"): the checkout's sitecustomize.py
     maps tokbackend.equivalence to its equivalence/ folder, whatever else the venv has installed."""
     environment = {**os.environ, "PYTHONPATH": str(SOURCE_TREE), "PYTHONDONTWRITEBYTECODE": "1"}
-    code = "import tokbackend, tokbackend.equivalence.corpus as corpus; print(tokbackend.__file__); print(corpus.__file__)"
+    code = (
+        "import tokbackend, tokbackend.equivalence.corpus as corpus; print(tokbackend.__file__); print(corpus.__file__)"
+    )
     command = [sys.executable, "-c", code]
     completed = subprocess.run(command, cwd=tmp_path, env=environment, capture_output=True, text=True, check=False)
     assert completed.returncode == 0, completed.stderr[-2000:]

@@ -93,7 +93,10 @@ def test_a_backend_that_panics_on_the_probe_is_not_exact(qwen3, fresh_cache, reg
     register_for_test("panics-when-probed", PanicsWhenProbed)
     fast = tokbackend.accelerate(qwen3, "panics-when-probed")
     assert not fast.tokbackend.fast_path_enabled and "panicked" in fast.tokbackend.disabled_reason
-    assert (fast.tokbackend.stats()["backend"], fast.tokbackend.stats()["backend_option"]) == ("hf", "panics-when-probed")
+    assert (fast.tokbackend.stats()["backend"], fast.tokbackend.stats()["backend_option"]) == (
+        "hf",
+        "panics-when-probed",
+    )
     assert fast.encode(TEXT) == qwen3.encode(TEXT)
     with pytest.raises(tokbackend.FastPathError, match="panicked"):
         tokbackend.accelerate(qwen3, "panics-when-probed", strict=True)
@@ -132,7 +135,12 @@ def test_a_panic_in_the_guards_derivation_is_the_builds_reported_error(qwen3, fr
 def test_verify_fails_on_a_build_that_a_panic_stopped(fresh_cache, panicking_derivation):
     lines: list[str] = []
     report = verify_model(
-        "qwen3", backend="gigatoken", only={"chat"}, announce=lines.append, progress=False, guard_settings=panicking_derivation
+        "qwen3",
+        backend="gigatoken",
+        only={"chat"},
+        announce=lines.append,
+        progress=False,
+        guard_settings=panicking_derivation,
     )
     assert report.exit_code == EXIT_UNAVAILABLE, "\n".join(lines)
     assert "panicked" in report.steps[0].detail
@@ -159,6 +167,8 @@ def test_a_panic_building_a_renewing_backends_fresh_instance_is_reported_and_it_
     backend._growth = 16 << 20  # as a call that crossed the threshold leaves it
     with caplog.at_level(logging.WARNING, logger="tokbackend"):
         backend._renew()
-    assert any("building a fresh instance failed" in r.getMessage() and "panicked" in r.getMessage() for r in caplog.records)
+    assert any(
+        "building a fresh instance failed" in r.getMessage() and "panicked" in r.getMessage() for r in caplog.records
+    )
     assert backend.stats()["cache_renewals"] == 0 and backend._growth == 0
     assert backend.encode("Hello world") == qwen3.encode("Hello world")

@@ -177,7 +177,9 @@ FALLBACK_CALLS = {
     "is_split_into_words": lambda tok: tok(["hello", "world"], is_split_into_words=True),
     "return_special_tokens_mask": lambda tok: tok(TEXTS[1], return_special_tokens_mask=True),
     "return_length": lambda tok: tok(TEXTS[0], return_length=True),
-    "return_overflowing_tokens": lambda tok: tok(TEXTS[4], truncation=True, max_length=8, return_overflowing_tokens=True),
+    "return_overflowing_tokens": lambda tok: tok(
+        TEXTS[4], truncation=True, max_length=8, return_overflowing_tokens=True
+    ),
     "unknown_kwarg": lambda tok: tok(TEXTS[0], some_future_flag=1),
 }
 
@@ -504,7 +506,10 @@ def test_encode_takes_hfs_arguments_in_hfs_order(hf_tokenizer, fast_tokenizer):
     import inspect
 
     def parameters(function):
-        return [(name, parameter.kind, parameter.default) for name, parameter in inspect.signature(function).parameters.items()]
+        return [
+            (name, parameter.kind, parameter.default)
+            for name, parameter in inspect.signature(function).parameters.items()
+        ]
 
     assert parameters(type(fast_tokenizer).encode) == parameters(type(hf_tokenizer).encode)
     positional = ("hello world", None, True, False, True, 60, 2)

@@ -76,7 +76,9 @@ def test_auto_chooses_an_exact_backend_and_says_why(hf_tokenizer, fresh_auto_cac
 
     built = []
     build_lane = lanes.build_lane
-    monkeypatch.setattr(lanes, "build_lane", lambda *args, **kwargs: built.append(args[0]) or build_lane(*args, **kwargs))
+    monkeypatch.setattr(
+        lanes, "build_lane", lambda *args, **kwargs: built.append(args[0]) or build_lane(*args, **kwargs)
+    )
     with caplog.at_level(logging.INFO, logger="tokbackend"):
         fast = tokbackend.accelerate(hf_tokenizer, "auto")
     routing = fast.tokbackend.stats()["routing"]
@@ -98,7 +100,10 @@ def test_auto_chooses_an_exact_backend_and_says_why(hf_tokenizer, fresh_auto_cac
     reason = again.tokbackend.stats()["routing"]["reason"]
     assert reason.startswith("auto's choice for this model and these library versions, made by process ")
     assert f"{os.getpid()} of {sys.prefix} at " in reason  # this test's first start wrote it
-    assert f"kept in {choices.choices_file()} (shared by this user's processes; delete that file to choose afresh)" in reason
+    assert (
+        f"kept in {choices.choices_file()} (shared by this user's processes; delete that file to choose afresh)"
+        in reason
+    )
     assert "first in auto's order" not in reason
     assert built == ["fastokens", "fastokens"]
 
@@ -110,10 +115,14 @@ def test_auto_builds_its_choice_alone_and_says_why(hf_tokenizer, fresh_auto_cach
 
     built = []
     build_lane = lanes.build_lane
-    monkeypatch.setattr(lanes, "build_lane", lambda *args, **kwargs: built.append(args[0]) or build_lane(*args, **kwargs))
+    monkeypatch.setattr(
+        lanes, "build_lane", lambda *args, **kwargs: built.append(args[0]) or build_lane(*args, **kwargs)
+    )
     fast = tokbackend.accelerate(hf_tokenizer, "auto")
     routing = fast.tokbackend.stats()["routing"]
-    assert routing["backend"] == "fastokens" and routing["reason"].startswith("the first in auto's order that is exact"), routing
+    assert routing["backend"] == "fastokens" and routing["reason"].startswith(
+        "the first in auto's order that is exact"
+    ), routing
     assert "not built: gigatoken" in routing["reason"] and built == ["fastokens"]
     assert fast.encode(LONG) == hf_tokenizer.encode(LONG) and fast.tokbackend.stats()["fast_texts"] == 1
     again = tokbackend.accelerate(hf_tokenizer, "auto")
@@ -255,7 +264,13 @@ def test_a_backend_is_one_registered_class_and_verify_runs_every_step_on_it(regi
     lines: list[str] = []
     narrowed = GuardSettings(code_points=tuple(code_points))
     report = verify_model(
-        "qwen3", backend="toy", profile="dev", examples=5, code_points=code_points, announce=lines.append, guard_settings=narrowed
+        "qwen3",
+        backend="toy",
+        profile="dev",
+        examples=5,
+        code_points=code_points,
+        announce=lines.append,
+        guard_settings=narrowed,
     )
     statuses = {step.name: step.status for step in report.steps}
     assert report.exit_code == EXIT_OK, lines[-20:]

@@ -101,7 +101,9 @@ def test_the_harness_finds_a_planted_split_defect(fresh_pair, defect):
     serve_with_splitter(fast, defect(tokens))
     # finding it is the point here, not shrinking it
     found_only = settings(_ci(), phases=[Phase.explicit, Phase.generate])
-    planted = find_mismatch(turn_by_turn(hf.encode, cuts), turn_by_turn(fast.encode, cuts), strategy, "planted", found_only)
+    planted = find_mismatch(
+        turn_by_turn(hf.encode, cuts), turn_by_turn(fast.encode, cuts), strategy, "planted", found_only
+    )
     assert planted is not None
 
 
@@ -117,7 +119,10 @@ def test_the_array_form_finds_a_memo_that_keeps_array_ids_one_short(fresh_pair, 
     lists = find_mismatch(reference, turn_by_turn(_in_form(fast, "lists"), cuts), strategy, "lists", _ci())
     assert lists is None, lists.report()
     found_only = settings(_ci(), phases=[Phase.explicit, Phase.generate])
-    assert find_mismatch(reference, turn_by_turn(_in_form(fast, "arrays"), cuts), strategy, "arrays", found_only) is not None
+    assert (
+        find_mismatch(reference, turn_by_turn(_in_form(fast, "arrays"), cuts), strategy, "arrays", found_only)
+        is not None
+    )
 
 
 def test_a_growing_conversation_in_arrays_reuses_the_memo_in_arrays(cached_pair):
@@ -127,16 +132,27 @@ def test_a_growing_conversation_in_arrays_reuses_the_memo_in_arrays(cached_pair)
     hf, fast = cached_pair
     cache = fast.tokbackend.build.segments.cache
     marker = uuid.uuid4().hex  # pieces no other test cached
-    text = f"<|im_start|>system\nYou read files.<|im_end|>\n<|im_start|>user\n{marker}<|im_end|>\n<|im_start|>assistant\n"
+    text = (
+        f"<|im_start|>system\nYou read files.<|im_end|>\n<|im_start|>user\n{marker}<|im_end|>\n<|im_start|>assistant\n"
+    )
     before = cache.stats()["prefix_hits"]
     for turn in range(4):
         with tokbackend.ids_as_arrays():
             ids = fast.encode(text)
         assert type(ids) is array and ids.typecode == "q" and list(ids) == hf.encode(text)
         ids.append(-7)  # the caller's own: the memo keeps a copy
-        text += f"<tool_call>read {turn}</tool_call><|im_end|>\n<|im_start|>user\nfile {turn}<|im_end|>\n<|im_start|>assistant\n"
+        text += (
+            f"<tool_call>read {turn}</tool_call><|im_end|>\n<|im_start|>user\nfile "
+            f"{turn}<|im_end|>\n<|im_start|>assistant\n"
+        )
     assert cache.stats()["prefix_hits"] == before + 2
-    assert all(type(chunk) is array for entry in cache._prefixes if entry.chunks for chunk in entry.chunks if entry.text in text)
+    assert all(
+        type(chunk) is array
+        for entry in cache._prefixes
+        if entry.chunks
+        for chunk in entry.chunks
+        if entry.text in text
+    )
     assert type(cache.get(f"user\n{marker}")) is array
     assert fast.encode(text) == hf.encode(text)  # a list, from the arrays the memo and the cache kept
 
@@ -290,7 +306,10 @@ def test_copies_share_it_and_pickles_start_empty(cached_pair):
 
 def test_eight_threads_on_shared_pieces_stay_exact(cached_pair):
     hf, fast = cached_pair
-    texts = [f"<|im_start|>system\nshared<|im_end|>\n<|im_start|>user\n{index % 7} 毕 don't<|im_end|>\n" for index in range(64)]
+    texts = [
+        f"<|im_start|>system\nshared<|im_end|>\n<|im_start|>user\n{index % 7} 毕 don't<|im_end|>\n"
+        for index in range(64)
+    ]
     expected = [hf.encode(text) for text in texts]
     failures, finished = [], []
 
@@ -325,7 +344,9 @@ def _agents_ending_alike_stay_exact(hf, fast) -> bool:
     """Two agents whose conversations have one length and the same last 200 characters, but
     different first messages: each turn's ids must be that agent's own."""
     same_end = "<|im_end|>\n<|im_start|>assistant\nthe same long answer " * 4 + "<|im_end|>\n<|im_start|>user\nsame?"
-    texts = {name: f"<|im_start|>system\nshared<|im_end|>\n<|im_start|>user\n{name} asks" for name in ("alpha", "bravo")}
+    texts = {
+        name: f"<|im_start|>system\nshared<|im_end|>\n<|im_start|>user\n{name} asks" for name in ("alpha", "bravo")
+    }
     exact = True
     for turn in range(3):
         for name in texts:
@@ -465,7 +486,9 @@ def test_a_splitter_that_breaks_the_premise_turns_the_cache_off(fresh_pair, monk
     monkeypatch.setattr(
         segments.AddedTokenSplitter,
         "for_tokenizer_json",
-        classmethod(lambda cls, text: OffByOne({str(token): token_id for token_id, token in hf.added_tokens_decoder.items()})),
+        classmethod(
+            lambda cls, text: OffByOne({str(token): token_id for token_id, token in hf.added_tokens_decoder.items()})
+        ),
     )
     fast = tokbackend.accelerate(hf, "gigatoken")
     assert not fast.tokbackend.stats()["segment_cache"]["enabled"]

@@ -53,7 +53,9 @@ def test_the_gate_finds_a_backend_that_drops_an_id_on_long_texts(qwen3, register
     added = [str(token) for token in qwen3.added_tokens_decoder.values()]
     prompts = gate.probes(_count(qwen3), added, (4000,))
     reference = _answers(qwen3, prompts)
-    assert gate.differences(reference, _answers(tokbackend.accelerate(copy.deepcopy(qwen3), "gigatoken"), prompts)) == []
+    assert (
+        gate.differences(reference, _answers(tokbackend.accelerate(copy.deepcopy(qwen3), "gigatoken"), prompts)) == []
+    )
     register_for_test("drops-on-long-texts", DropsOnLongTexts)
     planted = tokbackend.accelerate(copy.deepcopy(qwen3), "drops-on-long-texts")  # the boot probe lets it through
     found = gate.differences(reference, _answers(planted, prompts))
@@ -64,7 +66,9 @@ def test_the_gate_finds_a_backend_that_drops_an_id_on_long_texts(qwen3, register
 def test_a_missing_answer_or_a_missing_field_is_a_difference():
     reference = {"a": {"prompt_tokens": 3, "input_ids": [1, 2, 3]}, "b": {"content": "x"}}
     assert gate.differences(reference, {"a": {"prompt_tokens": 3, "input_ids": [1, 2, 3]}}) == ["b: content differs"]
-    assert gate.differences(reference, {"a": {"prompt_tokens": 3}, "b": {"content": "x"}})[0].startswith("a: input_ids differs")
+    assert gate.differences(reference, {"a": {"prompt_tokens": 3}, "b": {"content": "x"}})[0].startswith(
+        "a: input_ids differs"
+    )
 
 
 def test_a_schema_answer_that_does_not_validate_is_named():
@@ -126,7 +130,18 @@ def test_an_interrupted_gate_stops_the_server_it_is_waiting_for(number, tmp_path
         port = probe.getsockname()[1]
     path = os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")]))
     environment = {**os.environ, "PYTHONPATH": path, "NEVER_HEALTHY_PIDS": str(pids)}
-    arguments = ["--model-path", "qwen3.6", "--port", str(port), "--long", "64", "--timed", "1", "--log-dir", str(tmp_path)]
+    arguments = [
+        "--model-path",
+        "qwen3.6",
+        "--port",
+        str(port),
+        "--long",
+        "64",
+        "--timed",
+        "1",
+        "--log-dir",
+        str(tmp_path),
+    ]
     command = [sys.executable, "-m", "tokbackend._cli", "sglang-gate", *arguments, "--timeout", "600"]
     gate_process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment)
     server = child = None

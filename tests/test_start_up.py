@@ -55,7 +55,9 @@ def test_an_unseen_pipeline_is_served_with_its_exact_guard_from_the_first_call(q
 
 def test_the_guard_module_derives_nothing_with_a_record(qwen3, monkeypatch):
     """With a shipped record no derivation starts at all."""
-    monkeypatch.setattr(guard_module.derive, "derive_fast", lambda *args, **kwargs: pytest.fail("derived with a record"))
+    monkeypatch.setattr(
+        guard_module.derive, "derive_fast", lambda *args, **kwargs: pytest.fail("derived with a record")
+    )
     fast = tokbackend.accelerate(qwen3, "gigatoken")
     assert fast.tokbackend.stats()["start_up"]["phase"] == "final" and "shipped" in fast.tokbackend.stats()["guard"]
     assert [fast.encode(text) for text in TEXTS] == [qwen3.encode(text) for text in TEXTS]
@@ -91,7 +93,9 @@ def test_a_server_process_serves_with_the_final_build_and_says_so(qwen3, unseen_
     from tokbackend.integrations._common import accelerate_for_server
 
     with caplog.at_level(logging.WARNING, logger="tokbackend"):
-        fast = accelerate_for_server(qwen3, "qwen3", "--tokenizer-backend tokbackend-auto", "SGLang", options=unseen_pipeline)
+        fast = accelerate_for_server(
+            qwen3, "qwen3", "--tokenizer-backend tokbackend-auto", "SGLang", options=unseen_pipeline
+        )
     assert fast.tokbackend.stats()["start_up"]["phase"] == "final" and fast.tokbackend.fast_path_enabled
     assert fast.tokbackend.routing.lane.name == "fastokens"
     (line,) = _server_lines(caplog, "qwen3")

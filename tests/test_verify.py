@@ -60,7 +60,9 @@ def test_verify_quick_passes_on_builtin_models_and_says_what_it_left_out(model, 
     report_path = tmp_path / "report.json"
     working = tmp_path / "cwd"
     working.mkdir()
-    completed = _run_cli("verify", model, "--quick", "--json", str(report_path), cache_dir=tmp_path / "cache", cwd=working)
+    completed = _run_cli(
+        "verify", model, "--quick", "--json", str(report_path), cache_dir=tmp_path / "cache", cwd=working
+    )
     assert not list(working.iterdir())  # no `.hypothesis/` (Hypothesis' storage) left in the working directory
     assert completed.returncode == EXIT_OK, completed.stdout + completed.stderr
     assert "quick check passed (skipped: code-point scan; changes after acceleration; grammar gate)" in completed.stdout
@@ -77,7 +79,9 @@ def test_verify_quick_passes_on_builtin_models_and_says_what_it_left_out(model, 
     assert report["finished_at"] and report["host"]["cpus"] >= 1 and report["host"]["python"]
     assert report["verdict"].startswith("quick check passed")
     # what auto certified: the concrete backend, its versions and the guard record used
-    assert [entry["backend"] for entry in report["certified"]] == ["fastokens"] and report["certified"] == report["checked"]
+    assert [entry["backend"] for entry in report["certified"]] == ["fastokens"] and report["certified"] == report[
+        "checked"
+    ]
     assert report["certified"][0]["versions"]["fastokens"] and "matched by pipeline" in report["certified"][0]["guard"]
     assert "backend auto -> fastokens (tokenizers" in completed.stdout
     assert [step["name"] for step in report["steps"]][:2] == ["load", "boot probe"]
@@ -86,7 +90,12 @@ def test_verify_quick_passes_on_builtin_models_and_says_what_it_left_out(model, 
     # the steps a quick check runs, each passing with the backend answering (the CI profile's
     # passing runs of the sharing and segments steps; at their full counts in -m slow below)
     steps = {step["name"]: step for step in report["steps"]}
-    for name in ("added tokens side by side", "arguments and results", "threads, state, warnings, results", "segment cache"):
+    for name in (
+        "added tokens side by side",
+        "arguments and results",
+        "threads, state, warnings, results",
+        "segment cache",
+    ):
         assert steps[name]["status"] == "ok", steps[name]
     assert re.search(r"^threads, state, warnings, results\s+ok", completed.stdout, re.MULTILINE)
     assert re.search(r"^segment cache\s+ok\s+[\d.]+\s+conversations agree turn by turn", completed.stdout, re.MULTILINE)
@@ -105,7 +114,8 @@ QUICK_VERIFIED_ELSEWHERE = ("mistral-metaspace", "tekken", "deepseek-v3")
 
 
 @pytest.mark.parametrize(
-    "family", [pytest.param(name, marks=pytest.mark.slow) if name in QUICK_VERIFIED_ELSEWHERE else name for name in FAMILIES]
+    "family",
+    [pytest.param(name, marks=pytest.mark.slow) if name in QUICK_VERIFIED_ELSEWHERE else name for name in FAMILIES],
 )
 def test_verify_passes_on_other_tokenizer_families(family):
     """verify's property classes, arguments, results and conversations through `auto` on each
@@ -159,7 +169,12 @@ def test_verify_exits_1_when_only_the_array_form_is_wrong(register_for_test):
     register_for_test("arrays-drop-on-long-texts", ArraysDropOnLongTexts)
     lines: list[str] = []
     report = verify_model(
-        "qwen3", backend="arrays-drop-on-long-texts", examples=1, only={"properties"}, announce=lines.append, progress=False
+        "qwen3",
+        backend="arrays-drop-on-long-texts",
+        examples=1,
+        only={"properties"},
+        announce=lines.append,
+        progress=False,
     )
     assert report.exit_code == EXIT_MISMATCH
     assert "[long_prompts]" in "\n".join(lines)
@@ -171,7 +186,12 @@ def test_verify_exits_1_when_added_tokens_side_by_side_are_wrong(register_for_te
     register_for_test(DropsBetweenAddedTokens.name, DropsBetweenAddedTokens)
     lines: list[str] = []
     report = verify_model(
-        "qwen3", backend=DropsBetweenAddedTokens.name, quick=True, only={"added_tokens"}, announce=lines.append, progress=False
+        "qwen3",
+        backend=DropsBetweenAddedTokens.name,
+        quick=True,
+        only={"added_tokens"},
+        announce=lines.append,
+        progress=False,
     )
     assert report.exit_code == EXIT_MISMATCH
     step = next(step for step in report.steps if step.name == "added tokens side by side")
@@ -181,7 +201,9 @@ def test_verify_exits_1_when_added_tokens_side_by_side_are_wrong(register_for_te
 def test_verify_exits_1_when_the_fast_path_silently_answers_nothing(monkeypatch, capsys):
     """A planted defect: every encode answered by HF and nothing counted. The ids are right, and
     a gate that only compared ids would pass."""
-    monkeypatch.setattr(AccelerationState, "answer", lambda self, tokenizer, texts, add_special_tokens, limit, arrays=False: None)
+    monkeypatch.setattr(
+        AccelerationState, "answer", lambda self, tokenizer, texts, add_special_tokens, limit, arrays=False: None
+    )
     assert cli.main(["verify", "qwen3", "--quick", "--only", "properties", "--no-progress"]) == EXIT_MISMATCH
     assert "answered none" in capsys.readouterr().out
 
@@ -249,7 +271,9 @@ def test_verify_segments_fails_when_the_cache_answers_nothing(monkeypatch, capsy
 @pytest.mark.slow  # its passing run in CI: the quick check above (Qwen3.6, fewer examples)
 def test_verify_checks_the_segment_cache_on_conversations(capsys):
     assert cli.main(["verify", "qwen3.6", "--only", "segments", "--no-progress"]) == EXIT_PARTIAL
-    assert re.search(r"^segment cache\s+ok\s+[\d.]+\s+conversations agree turn by turn", capsys.readouterr().out, re.MULTILINE)
+    assert re.search(
+        r"^segment cache\s+ok\s+[\d.]+\s+conversations agree turn by turn", capsys.readouterr().out, re.MULTILINE
+    )
 
 
 def _guard_classes(record: dict) -> dict[tuple[str, ...], list[int]]:
@@ -443,12 +467,20 @@ def test_usage_errors_exit_2_and_partial_runs_exit_7(capsys):
     with pytest.raises(SystemExit) as unknown_option:
         cli.main(["verify", "qwen3", "--no-such-option"])
     assert unknown_option.value.code == EXIT_USAGE
-    for bad, why in (("U+ZZZZ", "not code point ranges"), ("U+0100..U+00FF", "not code point ranges"), ("U+D800", "no code")):
+    for bad, why in (
+        ("U+ZZZZ", "not code point ranges"),
+        ("U+0100..U+00FF", "not code point ranges"),
+        ("U+D800", "no code"),
+    ):
         with pytest.raises(SystemExit) as bad_code_points:  # a usage error naming the value, not a traceback
             cli.main(["verify", "qwen3", "--only", "scan", "--code-points", bad])
         assert bad_code_points.value.code == EXIT_USAGE
         error = capsys.readouterr().err
-        assert error.startswith("usage: tokbackend verify ") and f"argument --code-points: {why}" in error and repr(bad) in error
+        assert (
+            error.startswith("usage: tokbackend verify ")
+            and f"argument --code-points: {why}" in error
+            and repr(bad) in error
+        )
     assert len({EXIT_OK, EXIT_MISMATCH, EXIT_USAGE, EXIT_GRAMMAR, EXIT_UNAVAILABLE, EXIT_PARTIAL}) == 6
 
 
@@ -462,12 +494,19 @@ def test_verify_checks_threads_state_warnings_and_results(capsys):
 @pytest.mark.parametrize(
     ("plant", "failing"),
     [
-        (lambda mp: mp.setattr("tokbackend._tokenizer.gate_of", lambda rust, owner: RestoresWithoutWaiting()), "threads"),
+        (
+            lambda mp: mp.setattr("tokbackend._tokenizer.gate_of", lambda rust, owner: RestoresWithoutWaiting()),
+            "threads",
+        ),
         (lambda mp: mp.setattr("tokbackend._tokenizer.gate_of", lambda rust, owner: ForgetsAnswers()), "state"),
         # CI runs the first two classes, the slow profile all four
-        pytest.param(lambda mp: mp.setattr(HFReference, "_internal", internal_calls_warn), "warnings", marks=pytest.mark.slow),
         pytest.param(
-            lambda mp: mp.setattr(HFReference, "hf_encodings", encodings_of_the_current_state), "results", marks=pytest.mark.slow
+            lambda mp: mp.setattr(HFReference, "_internal", internal_calls_warn), "warnings", marks=pytest.mark.slow
+        ),
+        pytest.param(
+            lambda mp: mp.setattr(HFReference, "hf_encodings", encodings_of_the_current_state),
+            "results",
+            marks=pytest.mark.slow,
         ),
     ],
     ids=["internal-calls-race", "answers-forgotten", "internal-calls-warn", "encodings-of-now"],

@@ -126,7 +126,15 @@ def test_a_harness_step_that_raises_exits_8_not_1(planted, monkeypatch, capsys, 
 
     monkeypatch.setattr(verify, "_chat", broken)
     report_path = tmp_path / "report.json"
-    arguments = ["verify", str(family_dir("llama3", "small")), "--only", "chat", "--no-progress", "--json", str(report_path)]
+    arguments = [
+        "verify",
+        str(family_dir("llama3", "small")),
+        "--only",
+        "chat",
+        "--no-progress",
+        "--json",
+        str(report_path),
+    ]
     exit_code = cli.main(arguments)
     output = capsys.readouterr()
     assert exit_code == EXIT_HARNESS, output.out[-3000:]
@@ -164,9 +172,13 @@ def test_an_exception_is_an_answer_compared_by_its_class():
     assert "reference: raises ValueError: planted on 'x'" in different.report()
     assert "candidate: raises TypeError" in different.report()
     raising_where_hf_answers = compare(lambda text: [1, 2], _raises(RuntimeError), "x")
-    assert raising_where_hf_answers is not None and "candidate: raises RuntimeError" in raising_where_hf_answers.report()
+    assert (
+        raising_where_hf_answers is not None and "candidate: raises RuntimeError" in raising_where_hf_answers.report()
+    )
     answering_where_hf_raises = compare(_raises(ValueError), lambda text: [1, 2], "x")
-    assert answering_where_hf_raises is not None and "reference: raises ValueError" in answering_where_hf_raises.report()
+    assert (
+        answering_where_hf_raises is not None and "reference: raises ValueError" in answering_where_hf_raises.report()
+    )
 
 
 def test_a_rust_panic_is_an_answer_and_an_interrupt_is_not():
@@ -275,7 +287,11 @@ def test_verify_takes_a_server_flags_value_and_certifies_that_lane():
         assert parser.parse_args(["verify", "qwen3", "--backend", value]).backend == value
     lines: list[str] = []
     report = verify_model(
-        str(family_dir("llama3", "small")), backend="tokbackend-gigatoken", only={"chat"}, announce=lines.append, progress=False
+        str(family_dir("llama3", "small")),
+        backend="tokbackend-gigatoken",
+        only={"chat"},
+        announce=lines.append,
+        progress=False,
     )
     assert report.backend == "gigatoken" and [entry["backend"] for entry in report.checked] == ["gigatoken"]
     report = verify_model(str(family_dir("llama3", "small")), backend="tokbackend-auto", only={"chat"}, progress=False)
@@ -311,7 +327,10 @@ def test_the_verdict_lists_skipped_steps_unambiguously():
     """Step titles hold commas ("threads, state, warnings, results"): the list is separated by
     semicolons, and no title holds one."""
     assert not any(";" in title for title in STEP_TITLES.values())
-    steps = [StepResult("load", "ok", "", 0.0), *(StepResult(title, "skipped", "--quick", 0.0) for title in STEP_TITLES.values())]
+    steps = [
+        StepResult("load", "ok", "", 0.0),
+        *(StepResult(title, "skipped", "--quick", 0.0) for title in STEP_TITLES.values()),
+    ]
     quick = VerifyReport("m", "auto", steps)
     assert verdict(quick) == f"quick check passed (skipped: {'; '.join(STEP_TITLES.values())})"
     narrowed = VerifyReport("m", "auto", [*steps[:-1], StepResult("speed", "skipped", "not in --only", 0.0)])
@@ -324,7 +343,9 @@ def test_only_a_run_that_exits_0_carries_a_certified_entry():
     narrowed = VerifyReport(
         "m", "auto", [StepResult("load", "ok", "", 0.0), StepResult("x", "skipped", "not in --only", 0.0)], checked
     )
-    failed = VerifyReport("m", "auto", [StepResult("load", "ok", "", 0.0), StepResult("x", "mismatch", "", 0.0)], checked)
+    failed = VerifyReport(
+        "m", "auto", [StepResult("load", "ok", "", 0.0), StepResult("x", "mismatch", "", 0.0)], checked
+    )
     assert passed.as_json()["certified"] == checked == passed.as_json()["checked"]
     for report, code in ((narrowed, EXIT_PARTIAL), (failed, EXIT_MISMATCH)):
         as_json = report.as_json()
@@ -335,7 +356,16 @@ def test_the_sglang_gate_makes_its_log_folder_and_counts_only_prompts_it_sent(tm
     """No server starts here (a bogus server option, or no SGLang): the gate makes the log folder
     it was given, and says that no prompt was answered rather than counting the ones it built."""
     logs = tmp_path / "new" / "logs"
-    arguments = ["--model-path", str(family_dir("llama3", "small")), "--log-dir", str(logs), "--long", "64", "--timed", "1"]
+    arguments = [
+        "--model-path",
+        str(family_dir("llama3", "small")),
+        "--log-dir",
+        str(logs),
+        "--long",
+        "64",
+        "--timed",
+        "1",
+    ]
     exit_code = cli.main(["sglang-gate", *arguments, "--timeout", "120", "--", "--no-such-sglang-option"])
     output = capsys.readouterr().out
     assert exit_code == EXIT_UNAVAILABLE, output[-2000:]

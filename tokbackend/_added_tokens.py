@@ -98,7 +98,9 @@ class _Pass:
 class AddedTokens:
     """A tokenizer's added tokens and the rule that splits text at them (see the module docstring)."""
 
-    def __init__(self, tokens: Iterable[AddedToken], normalize: Callable[[str], str] | None, ascii_preserving: bool) -> None:
+    def __init__(
+        self, tokens: Iterable[AddedToken], normalize: Callable[[str], str] | None, ascii_preserving: bool
+    ) -> None:
         tokens = [token for token in tokens if token.content]
         self.ids = {token.content: token.id for token in tokens}
         self._normalize = normalize
@@ -159,7 +161,9 @@ class AddedTokens:
             if self._one_pass_split is None:
                 return [text] if text else []
             return [
-                part if index % 2 == 0 else self.ids[part] for index, part in enumerate(self._one_pass_split.split(text)) if part
+                part if index % 2 == 0 else self.ids[part]
+                for index, part in enumerate(self._one_pass_split.split(text))
+                if part
             ]
         return self._split(text, False, strict=True)
 
@@ -187,7 +191,9 @@ class AddedTokens:
     def _second_pass(self, piece: str, split_special_tokens: bool, strict: bool) -> list[Part] | None:
         if self._normalized.pattern is None:
             return [piece]
-        normalized = piece if self._normalize is None or (self._ascii_preserving and piece.isascii()) else self._normalize(piece)
+        normalized = (
+            piece if self._normalize is None or (self._ascii_preserving and piece.isascii()) else self._normalize(piece)
+        )
         found = list(self._pass(normalized, self._normalized, split_special_tokens, strict))
         if found == [normalized]:
             return [piece]

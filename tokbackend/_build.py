@@ -73,7 +73,9 @@ def build_for(reference: Reference, options: AccelerationOptions, content: Hasha
     tokens = AddedTokens.from_tokenizer_json(tokenizer_json)
     # the segments split texts for the cache, and where no backend's own pass splits as HF does
     if options.segment_cache_mib is not None or not tokens.one_pass:
-        found = segments_for(tokenizer_json, options.segment_cache_mib, options.segment_cache_steps_aside, reference.hf_ids)
+        found = segments_for(
+            tokenizer_json, options.segment_cache_mib, options.segment_cache_steps_aside, reference.hf_ids
+        )
         if isinstance(found, str):
             unsupported = found
             if options.segment_cache_mib is not None:

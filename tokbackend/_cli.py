@@ -46,20 +46,25 @@ def build_parser() -> argparse.ArgumentParser:
         for code, text in EXIT_CODES.items()
     ]
     order = ", ".join(str(code) for code in EXIT_PRECEDENCE)
-    parser = argparse.ArgumentParser(prog="tokbackend", description="Fast, exact tokenizer backends for serving stacks.")
+    parser = argparse.ArgumentParser(
+        prog="tokbackend", description="Fast, exact tokenizer backends for serving stacks."
+    )
     parser.add_argument("--version", action="version", version=f"tokbackend {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     verify = commands.add_parser(
         "verify",
         help="prove a backend gives HuggingFace's ids for a model",
         description="Check that BACKEND encodes exactly like HuggingFace for MODEL, before deploying it.",
-        epilog="exit codes:\n" + "\n".join(rows) + f"\nwhere a run has several outcomes, the first of {order} that applies\n",
+        epilog="exit codes:\n"
+        + "\n".join(rows)
+        + f"\nwhere a run has several outcomes, the first of {order} that applies\n",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     verify.add_argument(
         "model",
         metavar="MODEL",
-        help='built-in name ("qwen3.6", "qwen3"), a local directory (or its tokenizer.json), or a hub id in the local HF cache',
+        help='built-in name ("qwen3.6", "qwen3"), a local directory (or its tokenizer.json), or a hub id in the '
+        "local HF cache",
     )
     verify.add_argument(
         "--backend",
@@ -71,7 +76,10 @@ def build_parser() -> argparse.ArgumentParser:
         f"verifies the lane that flag serves (default: {DEFAULT_BACKEND})",
     )
     verify.add_argument(
-        "--profile", default="ci", choices=["dev", "ci", "thorough"], help="how many Hypothesis examples per input class"
+        "--profile",
+        default="ci",
+        choices=["dev", "ci", "thorough"],
+        help="how many Hypothesis examples per input class",
     )
     verify.add_argument("--examples", type=int, metavar="N", help="examples per input class (overrides --profile)")
     verify.add_argument(
@@ -89,7 +97,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--only",
         metavar="STEPS",
         type=parse_steps,
-        help=f"run only these steps after load and boot probe, comma-separated ({','.join(STEPS)}); the rest show as skipped",
+        help=f"run only these steps after load and boot probe, comma-separated ({','.join(STEPS)}); the rest "
+        f"show as skipped",
     )
     verify.add_argument(
         "--code-points",
@@ -114,7 +123,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--output-dir",
         dest="output",
         metavar="DIR",
-        help=f"where to write the record (default: the tokbackend cache); bake DIR into an image and set {BAKED_RECORDS_ENV}=DIR",
+        help=f"where to write the record (default: the tokbackend cache); bake DIR into an image and set "
+        f"{BAKED_RECORDS_ENV}=DIR",
     )
     guard.add_argument(
         "--full",
@@ -130,17 +140,25 @@ def build_parser() -> argparse.ArgumentParser:
             "streamed requests, chats and a JSON-schema completion, and compare."
         ),
         epilog="exit codes: 0 identical, 1 a difference, 2 usage error, 3 a JSON-schema answer that does not conform, "
-        "5 missing tools (the [verify] extra), 6 a server that cannot serve, 130 or 143 stopped by SIGINT (Ctrl-C) or SIGTERM "
+        "5 missing tools (the [verify] extra), 6 a server that cannot serve, 130 or 143 stopped by SIGINT "
+        "(Ctrl-C) or SIGTERM "
         "(the servers it started are stopped)",
     )
     gate.add_argument("--model-path", required=True, help="the model directory (its tokenizer builds the prompts)")
     gate.add_argument(
-        "--flag", default=DEFAULT_FLAG_VALUE, help=f"the --tokenizer-backend value to check (default {DEFAULT_FLAG_VALUE})"
+        "--flag",
+        default=DEFAULT_FLAG_VALUE,
+        help=f"the --tokenizer-backend value to check (default {DEFAULT_FLAG_VALUE})",
     )
     gate.add_argument("--port", type=int, default=30000)
-    gate.add_argument("--long", type=int, nargs="*", default=[8000, 16000, 32000], help="token counts of the long prompts")
     gate.add_argument(
-        "--timed", type=int, default=5, help="distinct prompts of the longest --long size timed to their first token on each"
+        "--long", type=int, nargs="*", default=[8000, 16000, 32000], help="token counts of the long prompts"
+    )
+    gate.add_argument(
+        "--timed",
+        type=int,
+        default=5,
+        help="distinct prompts of the longest --long size timed to their first token on each",
     )
     gate.add_argument("--reference-url", help="a running server without the flag (instead of starting one)")
     gate.add_argument("--candidate-url", help="a running server with the flag (instead of starting one)")
@@ -216,7 +234,9 @@ def parse_steps(text: str) -> set[str]:
     steps = {step.strip() for step in text.split(",") if step.strip()}
     unknown = sorted(steps - set(STEPS))
     if unknown or not steps:
-        raise argparse.ArgumentTypeError(f"unknown step(s) {', '.join(unknown) or repr(text)}; known: {', '.join(STEPS)}")
+        raise argparse.ArgumentTypeError(
+            f"unknown step(s) {', '.join(unknown) or repr(text)}; known: {', '.join(STEPS)}"
+        )
     return steps
 
 
@@ -274,10 +294,15 @@ def derive_guard(model: str, backend_name: str, output: str | None, full: bool =
             print(f"{model}, {name}: needs no guard")
         else:
             record = guard.record
-            print(f"{model}, {name}: {record['derivation']} derivation in {record['scan_seconds']} s: {guard.describe()}")
+            print(
+                f"{model}, {name}: {record['derivation']} derivation in {record['scan_seconds']} s: {guard.describe()}"
+            )
             print(f"  {format_ranges(guard.code_points)}")
             versions = record["applies_to"][0]
-            print(f"  {record['scope']} record for {record['pipeline_description']}; versions {versions}; {record['path']}")
+            print(
+                f"  {record['scope']} record for {record['pipeline_description']}; versions {versions}; "
+                f"{record['path']}"
+            )
     if output:
         print(f"serve with {BAKED_RECORDS_ENV}={Path(output).resolve()} so accelerate() finds it without a scan")
     return 0
@@ -296,7 +321,9 @@ def sglang_gate(arguments: argparse.Namespace) -> int:
         return len(hf.backend_tokenizer.encode(text).ids)
 
     prompts = gate.probes(count, added, tuple(arguments.long))
-    timed = [prompt_of_tokens(count, 9_000 + index, max(arguments.long, default=32000)) for index in range(arguments.timed)]
+    timed = [
+        prompt_of_tokens(count, 9_000 + index, max(arguments.long, default=32000)) for index in range(arguments.timed)
+    ]
     server_args = [argument for argument in arguments.server_args if argument != "--"]
     common = ["--model-path", arguments.model_path, "--port", str(arguments.port), *server_args]
     flag = ["--tokenizer-backend", arguments.flag]
@@ -319,18 +346,25 @@ def sglang_gate(arguments: argparse.Namespace) -> int:
         print(f"tokbackend sglang-gate: {message}", file=sys.stderr)
         return code
     for server, lines in report.get("startup_lines", {}).items():
-        print(f"{server}: tokbackend start-up lines in {len(lines)} processes: {', '.join(process for process, _, _ in lines)}")
+        print(
+            f"{server}: tokbackend start-up lines in {len(lines)} processes: "
+            f"{', '.join(process for process, _, _ in lines)}"
+        )
     for server, seconds in report.get("first_token_seconds", {}).items():
         if seconds:
             median = sorted(seconds)[len(seconds) // 2]
-            print(f"{server}: time to first token of {len(seconds)} distinct long prompts: median {median * 1e3:.1f} ms")
+            print(
+                f"{server}: time to first token of {len(seconds)} distinct long prompts: median {median * 1e3:.1f} ms"
+            )
     verdict = {
         EXIT_OK: "identical: the flag changes no answer",
         EXIT_MISMATCH: "DIFFERENT: do not deploy",
         EXIT_GRAMMAR: "a JSON-schema answer does not conform",
         EXIT_UNAVAILABLE: "a server cannot serve",
     }
-    answered = "; ".join(f"{server}: {counted(count, 'prompt')}" for server, count in report["prompts_answered"].items())
+    answered = "; ".join(
+        f"{server}: {counted(count, 'prompt')}" for server, count in report["prompts_answered"].items()
+    )
     print(f"result: {verdict[exit_code]} (prompts answered, {answered}; exit {exit_code})")
     if arguments.json:
         Path(arguments.json).write_text(

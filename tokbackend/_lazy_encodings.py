@@ -51,7 +51,9 @@ def _delete(result: BatchEncoding) -> None:
 
 
 if not isinstance(BatchEncoding.__dict__.get(_KEY), property):  # installed once, also if reloaded
-    BatchEncoding._encodings = property(_read, _write, _delete, "the tokenizers.Encoding list (tokbackend._lazy_encodings)")  # type: ignore[assignment]  # a descriptor over HF's attribute
+    BatchEncoding._encodings = property(
+        _read, _write, _delete, "the tokenizers.Encoding list (tokbackend._lazy_encodings)"
+    )  # type: ignore[assignment]  # a descriptor over HF's attribute
 
 
 def lazy_batch_encoding(data: dict[str, Any], compute: Callable[[], list[Any]]) -> BatchEncoding:

@@ -61,7 +61,9 @@ def _not_found(name_or_path: str, resolved: str) -> ModelNotFoundError | None:
     # a directory rather than a hub id ("name" or "org/name"): it starts with ".", "/" or "~", holds
     # more than one "/" (or this system's other separator), or is no valid hub id
     path_like = (
-        name_or_path.startswith((".", "/", "~")) or name_or_path.count("/") > 1 or (os.sep != "/" and os.sep in name_or_path)
+        name_or_path.startswith((".", "/", "~"))
+        or name_or_path.count("/") > 1
+        or (os.sep != "/" and os.sep in name_or_path)
     )
     try:
         validate_repo_id(name_or_path)
@@ -74,7 +76,8 @@ def _not_found(name_or_path: str, resolved: str) -> ModelNotFoundError | None:
     where = (
         f"{name_or_path!r} is not a built-in model ({', '.join(BUILTIN_MODELS)}), not a local directory, "
         "and not in the local HuggingFace cache. Put its tokenizer into the cache on a machine with network access "
-        f"(`hf download {name_or_path} --include 'tokenizer*'`; HF_HOME says where the cache is), or pass a local directory"
+        f"(`hf download {name_or_path} --include 'tokenizer*'`; HF_HOME says where the cache is), or pass a "
+        f"local directory"
     )
     return ModelNotFoundError(
         f"tokbackend: {where}, or pass local_files_only=False to let transformers download it.",
@@ -118,7 +121,10 @@ def _damaged_file(target: str) -> str | None:
         try:
             json.loads(path.read_bytes())
         except ValueError as error:  # JSONDecodeError, UnicodeDecodeError
-            return f"{path} is not valid JSON ({error}); the file is damaged or cut short: restore it from the model's source"
+            return (
+                f"{path} is not valid JSON ({error}); the file is damaged or cut short: restore it from the "
+                f"model's source"
+            )
     return None
 
 
@@ -134,7 +140,11 @@ def _cached_file(repo_id: str, filename: str) -> Path | None:
 
 
 def load(
-    name_or_path: str = DEFAULT_MODEL, backend: str | None = None, *, options: AccelerationOptions | None = None, **kwargs: Any
+    name_or_path: str = DEFAULT_MODEL,
+    backend: str | None = None,
+    *,
+    options: AccelerationOptions | None = None,
+    **kwargs: Any,
 ) -> PreTrainedTokenizerBase:
     """`AutoTokenizer.from_pretrained` + `accelerate`. Built-in names: "qwen3.6", "qwen3".
 

@@ -12,7 +12,24 @@ from types import ModuleType
 from tokbackend._policy import FallbackReason
 
 # from a short text on the fast path to HF on a long batch
-ENCODE_SECONDS_BUCKETS = (1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)
+ENCODE_SECONDS_BUCKETS = (
+    1e-5,
+    2.5e-5,
+    5e-5,
+    1e-4,
+    2.5e-4,
+    5e-4,
+    1e-3,
+    2.5e-3,
+    5e-3,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+)
 
 
 class Metrics:
@@ -23,7 +40,9 @@ class Metrics:
         counter, histogram = prometheus_client.Counter, prometheus_client.Histogram
         fast = counter("tokbackend_fast_texts", "Texts the backend answered (each text of a batch counts once)")
         fallback = counter("tokbackend_fallback_texts", "Texts handed to HuggingFace, by reason", ["reason"])
-        self._builds = counter("tokbackend_builds", "Builds of the fast path, by backend and outcome", ["backend", "outcome"])
+        self._builds = counter(
+            "tokbackend_builds", "Builds of the fast path, by backend and outcome", ["backend", "outcome"]
+        )
         seconds = histogram(
             "tokbackend_encode_seconds",
             "Seconds an encode call took, by who answered it",

@@ -69,5 +69,7 @@ class AccelerationOptions:
         """A copy with `changes`; an unknown name raises TypeError naming the valid ones."""
         unknown = sorted(set(changes) - self.field_names())
         if unknown:
-            raise TypeError(f"unknown acceleration option {unknown[0]!r}; options: {', '.join(sorted(self.field_names()))}")
+            raise TypeError(
+                f"unknown acceleration option {unknown[0]!r}; options: {', '.join(sorted(self.field_names()))}"
+            )
         return dataclasses.replace(self, **changes)

@@ -25,7 +25,9 @@ def package_path(package: str, name: str) -> Path:
     resource = resources.files(package).joinpath(name)
     if not isinstance(resource, Path):
         # a package imported from a zip archive: its files have no path for glob() and open()
-        raise MissingPackageDataError(f"tokbackend: {package} is not installed as files ({resource!r}); install it with pip")
+        raise MissingPackageDataError(
+            f"tokbackend: {package} is not installed as files ({resource!r}); install it with pip"
+        )
     return resource
 
 

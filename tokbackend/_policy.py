@@ -55,7 +55,13 @@ _FLAG_KWARGS = tuple(
 # Accepted with any value: read for truthiness only, or never read without padding or truncation
 # (where `max_length` and `stride` are checked).
 _HARMLESS_KWARGS = ("verbose", "stride", "padding_side", "max_length", "pad_to_multiple_of", "is_split_into_words")
-_CHECKED_KWARGS = ("padding_strategy", "truncation_strategy", "return_tensors", "split_special_tokens", "return_token_type_ids")
+_CHECKED_KWARGS = (
+    "padding_strategy",
+    "truncation_strategy",
+    "return_tensors",
+    "split_special_tokens",
+    "return_token_type_ids",
+)
 KNOWN_KWARGS = frozenset(
     {*_CHECKED_KWARGS, "return_attention_mask", *(keyword for keyword, _ in _FLAG_KWARGS), *_HARMLESS_KWARGS}
 )
@@ -128,7 +134,9 @@ def fast_path_reason(
         return FallbackReason.IS_SPLIT_INTO_WORDS if is_split_into_words else FallbackReason.ARGUMENT_VALUE
     for keyword, flag in _FLAG_KWARGS:
         if kwargs.get(keyword):
-            return FallbackReason.TRUNCATION if flag is FallbackReason.RETURN_OVERFLOWING_TOKENS and truncation else flag
+            return (
+                FallbackReason.TRUNCATION if flag is FallbackReason.RETURN_OVERFLOWING_TOKENS and truncation else flag
+            )
     if kwargs and not KNOWN_KWARGS.issuperset(kwargs):
         return FallbackReason.UNKNOWN_KWARG
     return None

@@ -99,7 +99,9 @@ def side_by_side(tokens: list[str], most: int = 64) -> list[str]:
     overlaps = 0
     for token in tokens:
         for other in tokens:
-            shared = next((size for size in range(min(len(token), len(other)) - 1, 0, -1) if token.endswith(other[:size])), 0)
+            shared = next(
+                (size for size in range(min(len(token), len(other)) - 1, 0, -1) if token.endswith(other[:size])), 0
+            )
             if shared and overlaps < most:
                 strings.append(f"{token}{other[shared:]}")
                 overlaps += 1
@@ -127,7 +129,9 @@ def _compared(
         for answers in forms:
             of_piece = dict(zip(pieces, answers))
             for text, hf in zip(strings, expected):
-                ids = [part_id for part in split[text] for part_id in (of_piece[part] if isinstance(part, str) else [part])]
+                ids = [
+                    part_id for part in split[text] for part_id in (of_piece[part] if isinstance(part, str) else [part])
+                ]
                 if ids != hf:
                     mismatch = mismatch or ProbeMismatch(text, ids, hf)
     except Exception as error:  # a backend that cannot encode edge strings (or panics) is not exact either

@@ -108,7 +108,8 @@ class AccelerationState:
         guard = routing.lane.guard
         return (
             f"backend {self.options.backend} ({routing.lane.name}; {routing.reason}), "
-            f"{len(guard.code_points)} guarded code points (guard {guard.source()}), probe {build.probe_seconds * 1000:.0f} ms"
+            f"{len(guard.code_points)} guarded code points (guard {guard.source()}), probe "
+            f"{build.probe_seconds * 1000:.0f} ms"
         )
 
     def __repr__(self) -> str:
@@ -169,7 +170,9 @@ class AccelerationState:
             self.record_fallback(FallbackReason.POST_PROCESSOR, texts=len(texts))
             return None
         if truncation is not None and _stride_rejected(truncation, build.special_tokens):
-            self.record_fallback(FallbackReason.ARGUMENT_VALUE, f"stride {truncation.stride} too large", texts=len(texts))
+            self.record_fallback(
+                FallbackReason.ARGUMENT_VALUE, f"stride {truncation.stride} too large", texts=len(texts)
+            )
             return None
         ids: BatchIds
         unsplit = 0  # texts HF answers whole: only it splits them exactly
@@ -204,7 +207,9 @@ class AccelerationState:
             ids = [prefix + sequence + suffix for sequence in cast("list[Any]", ids)]  # both arrays, or both lists
         if truncation is not None and any(len(sequence) > truncation.max_length for sequence in ids):
             # HF answers the whole call: each text is counted there, once
-            self.record_fallback(FallbackReason.TRUNCATION, f"more than max_length={truncation.max_length} ids", texts=len(texts))
+            self.record_fallback(
+                FallbackReason.TRUNCATION, f"more than max_length={truncation.max_length} ids", texts=len(texts)
+            )
             return None
         if answered_by_hf:
             self.record_fallback(FallbackReason.UNICODE_GUARD, texts=answered_by_hf)

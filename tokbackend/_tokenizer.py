@@ -122,10 +122,22 @@ class AcceleratedTokenizerMixin(_HFTokenizer):
                 metrics.hf_seconds(perf_counter() - started)
             return answer
         return super().encode(
-            text, text_pair, add_special_tokens, padding, truncation, max_length, stride, padding_side, return_tensors, **kwargs
+            text,
+            text_pair,
+            add_special_tokens,
+            padding,
+            truncation,
+            max_length,
+            stride,
+            padding_side,
+            return_tensors,
+            **kwargs,
         )
 
-    def _encode_plus(self, text: Any, text_pair: Any = None, add_special_tokens: bool = True, **kwargs: Any) -> BatchEncoding:  # type: ignore[override]  # HF passes the rest by keyword
+    # HF passes the rest by keyword
+    def _encode_plus(  # type: ignore[override]
+        self, text: Any, text_pair: Any = None, add_special_tokens: bool = True, **kwargs: Any
+    ) -> BatchEncoding:
         mode = _mode.get()
         if mode is _HF:  # a hand-over timed by its caller, or HF's own call (`tokenize`)
             metrics = None
@@ -139,7 +151,10 @@ class AcceleratedTokenizerMixin(_HFTokenizer):
                 if metrics is not None:
                     metrics.fast_seconds(perf_counter() - started)
                 return encoding
-        with _in_mode(_HF), self._tokbackend_gate.entered(self._tokenizer, self._tokbackend_settings(kwargs), internal=False):
+        with (
+            _in_mode(_HF),
+            self._tokbackend_gate.entered(self._tokenizer, self._tokbackend_settings(kwargs), internal=False),
+        ):
             encoding = super()._encode_plus(text, text_pair, add_special_tokens, **kwargs)
         if metrics is not None:
             metrics.hf_seconds(perf_counter() - started)
@@ -153,17 +168,30 @@ class AcceleratedTokenizerMixin(_HFTokenizer):
         pads = None
         if getattr(padding, "value", padding) not in (None, "do_not_pad"):
             pads = (self.padding_side, self.pad_token_id, self.pad_token, self.pad_token_type_id)
-        return tuple(kwargs.get(name) for name in _SETTINGS_KWARGS), self.truncation_side, pads, self.split_special_tokens
+        return (
+            tuple(kwargs.get(name) for name in _SETTINGS_KWARGS),
+            self.truncation_side,
+            pads,
+            self.split_special_tokens,
+        )
 
     def _tokbackend_answer(
-        self, text: Any, text_pair: Any, add_special_tokens: bool, kwargs: dict[str, Any], arrays: bool, ids_only: bool = False
+        self,
+        text: Any,
+        text_pair: Any,
+        add_special_tokens: bool,
+        kwargs: dict[str, Any],
+        arrays: bool,
+        ids_only: bool = False,
     ) -> BatchIds | None:
         """The backend's ids for this call (`array('q')`s with `arrays`), or None after recording
         why HuggingFace answers it. `ids_only`: the caller (`encode`) returns no token type ids."""
         state = self._tokbackend
         returns_token_type_ids = not ids_only and "token_type_ids" in self.model_input_names
         side, split_special_tokens = self.truncation_side, self.split_special_tokens
-        reason = fast_path_reason(text, text_pair, add_special_tokens, kwargs, split_special_tokens, returns_token_type_ids, side)
+        reason = fast_path_reason(
+            text, text_pair, add_special_tokens, kwargs, split_special_tokens, returns_token_type_ids, side
+        )
         if reason is not None:
             unknown = reason is FallbackReason.UNKNOWN_KWARG  # named in the log line
             count = _texts_in(text, kwargs.get("is_split_into_words"))  # each text counted once
@@ -185,10 +213,17 @@ class AcceleratedTokenizerMixin(_HFTokenizer):
         with _in_mode(_HF):
             return super().tokenize(*args, **kwargs)
 
-    def _batch_encoding(self, text: Any, ids: BatchIds, add_special_tokens: bool, kwargs: dict[str, Any]) -> BatchEncoding:
+    def _batch_encoding(
+        self, text: Any, ids: BatchIds, add_special_tokens: bool, kwargs: dict[str, Any]
+    ) -> BatchEncoding:
         if ids and max(map(len, ids)) > self.model_max_length:  # HF's warning (once) about a too long sequence
             for sequence in ids:
-                self._eventual_warn_about_too_long_sequence(sequence, kwargs.get("max_length"), kwargs.get("verbose", True))  # type: ignore[arg-type]  # HF reads its len()
+                # HF reads the sequence's len()
+                self._eventual_warn_about_too_long_sequence(
+                    sequence,  # type: ignore[arg-type]
+                    kwargs.get("max_length"),
+                    kwargs.get("verbose", True),
+                )
         return_attention_mask = kwargs.get("return_attention_mask")
         if return_attention_mask is None:
             return_attention_mask = "attention_mask" in self.model_input_names
@@ -203,7 +238,9 @@ class AcceleratedTokenizerMixin(_HFTokenizer):
         # what the call saw: its texts (a list the caller may change later), settings and build
         seen = text if single else tuple(text)
         side, serving = self.truncation_side, self._tokbackend.serving
-        compute = functools.partial(self._tokbackend_reference.hf_encodings, seen, add_special_tokens, kwargs, side, serving)
+        compute = functools.partial(
+            self._tokbackend_reference.hf_encodings, seen, add_special_tokens, kwargs, side, serving
+        )
         return lazy_batch_encoding(data, compute)
 
     def _tokbackend_plain_copy(self) -> PreTrainedTokenizerBase:
@@ -277,7 +314,12 @@ class HFReference:
             return [encoding.ids for encoding in rust.encode_batch_fast(list(texts), add_special_tokens=False)]
 
     def hf_encodings(
-        self, text: Any, add_special_tokens: bool, kwargs: dict[str, Any], truncation_side: str, serving: tuple[Build, object]
+        self,
+        text: Any,
+        add_special_tokens: bool,
+        kwargs: dict[str, Any],
+        truncation_side: str,
+        serving: tuple[Build, object],
     ) -> list[Encoding]:
         """HuggingFace's `tokenizers.Encoding`s for a fast-path call, of the state (`serving`) it saw."""
         build, fingerprint = serving
@@ -330,7 +372,12 @@ def _settings_after(truncation: Truncation | None, kwargs: dict[str, Any], trunc
     if truncation is None:
         return PLAIN
     strategy = kwargs["truncation_strategy"].value
-    left = {"max_length": truncation.max_length, "stride": truncation.stride, "strategy": strategy, "direction": truncation_side}
+    left = {
+        "max_length": truncation.max_length,
+        "stride": truncation.stride,
+        "strategy": strategy,
+        "direction": truncation_side,
+    }
     return left, None, False  # as the Rust tokenizer reports it
 
 
@@ -404,7 +451,11 @@ def _attach(
 
 
 def accelerate(
-    tokenizer: PreTrainedTokenizerBase, backend: str | None = None, *, options: AccelerationOptions | None = None, **changes: Any
+    tokenizer: PreTrainedTokenizerBase,
+    backend: str | None = None,
+    *,
+    options: AccelerationOptions | None = None,
+    **changes: Any,
 ) -> PreTrainedTokenizerBase:
     """Return a copy of `tokenizer` whose plain-text encode runs on a fast backend.
 
@@ -436,7 +487,9 @@ def accelerate(
     return _attach(tokenizer, options)
 
 
-def accelerate_like(tokenizer: PreTrainedTokenizerBase, earlier: PreTrainedTokenizerBase) -> PreTrainedTokenizerBase | None:
+def accelerate_like(
+    tokenizer: PreTrainedTokenizerBase, earlier: PreTrainedTokenizerBase
+) -> PreTrainedTokenizerBase | None:
     """`tokenizer` accelerated with the build `earlier` serves (no second load or probe), or None where
     the two might encode differently (another class, model or tokenizer.json)."""
     if not isinstance(earlier, AcceleratedTokenizerMixin) or isinstance(tokenizer, AcceleratedTokenizerMixin):

@@ -96,7 +96,8 @@ def without_truncation_and_padding(tokenizer_json: str) -> str:
     sections["truncation"] = sections["padding"] = None
     model = sections.pop("model", None)
     parts = [
-        f"{json.dumps(key)}:{json.dumps(value, ensure_ascii=False, separators=(',', ':'))}" for key, value in sections.items()
+        f"{json.dumps(key)}:{json.dumps(value, ensure_ascii=False, separators=(',', ':'))}"
+        for key, value in sections.items()
     ]
     if model is not None:
         parts.append('"model":' + (model if isinstance(model, str) else json.dumps(model, ensure_ascii=False)))

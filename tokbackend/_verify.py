@@ -50,9 +50,11 @@ EXIT_CODES: Mapping[int, str] = MappingProxyType(
         "(the message names the extra: `pip install 'tokbackend[verify]'`)",
         EXIT_UNAVAILABLE: "the model cannot be served: the backend cannot serve it (the reason is printed), or "
         "HuggingFace cannot load its files (the file and the cause are printed)",
-        EXIT_PARTIAL: "every step that ran passed, but some were skipped (`--only`, a missing tool): not a full verification",
+        EXIT_PARTIAL: "every step that ran passed, but some were skipped (`--only`, a missing tool): not a full "
+        "verification",
         EXIT_HARNESS: "no verdict: a step stopped on an error before it could compare answers (an error of verify's "
-        "harness; the step and the error are printed, the traceback is in the `--json` report): not a mismatch, not a pass",
+        "harness; the step and the error are printed, the traceback is in the `--json` report): not a mismatch, "
+        "not a pass",
     }
 )
 # Where a run has several outcomes, it exits with the first of these that applies.
@@ -147,7 +149,14 @@ def library_versions() -> dict[str, str | None]:
 
     from tokbackend.backends import available_backends, versioned_libraries
 
-    libraries = ("tokbackend", "tokenizers", "transformers", *versioned_libraries(available_backends()), "xgrammar", "hypothesis")
+    libraries = (
+        "tokbackend",
+        "tokenizers",
+        "transformers",
+        *versioned_libraries(available_backends()),
+        "xgrammar",
+        "hypothesis",
+    )
     versions: dict[str, str | None] = dict.fromkeys(libraries)
     for library in versions:
         with contextlib.suppress(PackageNotFoundError):
@@ -179,7 +188,9 @@ def _step(report: VerifyReport, name: str, announce: Announce, body: Callable[[]
         if not is_error(error):
             raise
         status, data = "error", {"traceback": traceback.format_exc()}
-        detail = f"stopped on {_first_line(error)} before it could compare answers (no verdict on this step; the traceback "
+        detail = (
+            f"stopped on {_first_line(error)} before it could compare answers (no verdict on this step; the traceback "
+        )
         detail += "is in --json)"
     report.steps.append(StepResult(name, status, detail, round(time.perf_counter() - started, 2), data))
     announce(f"   {status}: {detail}")
@@ -208,7 +219,9 @@ class _Run:
         """Another accelerated tokenizer on the verified lane, with verify's guard settings."""
         import tokbackend
 
-        accelerated: Tokenizer = tokbackend.accelerate(tokenizer, backend=self.lane.name, guard=self.guard_config, **options)
+        accelerated: Tokenizer = tokbackend.accelerate(
+            tokenizer, backend=self.lane.name, guard=self.guard_config, **options
+        )
         return accelerated
 
     def hypothesis_settings(self) -> settings:
@@ -309,7 +322,9 @@ def _load(run: _Run, report: VerifyReport) -> Outcome:
         # The backend a deployment gets (a named one failing the probe is verified all the same) ...
         deployed = tokbackend.accelerate(hf, backend=backend, guard=run.guard_config)
         if deployed.tokbackend.routing is None:
-            return _result("unavailable", f"backend {backend!r} cannot serve {model}: {deployed.tokbackend.disabled_reason}")
+            return _result(
+                "unavailable", f"backend {backend!r} cannot serve {model}: {deployed.tokbackend.disabled_reason}"
+            )
         lane = run.lane = deployed.tokbackend.routing.lane
         # ... then on its own: no probe as a safety net, no segment cache (it has its own step).
         run.accelerated = run.accelerate(hf, probe=False, segment_cache_mib=None)
@@ -360,7 +375,11 @@ def _release_memory() -> None:
 
 def _copy(tokenizer: Tokenizer) -> Tokenizer:
     """A deep copy sharing the large vocabulary and merges, which no step changes."""
-    kept = {id(value): value for value in vars(tokenizer).values() if isinstance(value, (dict, list)) and len(value) > 10_000}
+    kept = {
+        id(value): value
+        for value in vars(tokenizer).values()
+        if isinstance(value, (dict, list)) and len(value) > 10_000
+    }
     return copy.deepcopy(tokenizer, kept)
 
 
@@ -381,7 +400,10 @@ def _scan(run: _Run) -> Outcome:
         ids: list[list[int]] = accelerated(texts, add_special_tokens=False)["input_ids"]
         return ids
 
-    candidates: dict[str, BatchEncoder] = {"raw": accelerated.tokbackend.backend.encode_batch, "accelerated": accelerated_batch}
+    candidates: dict[str, BatchEncoder] = {
+        "raw": accelerated.tokbackend.backend.encode_batch,
+        "accelerated": accelerated_batch,
+    }
     contexts = derive_contexts(tokenizer_json)
     code_points = run.code_points if run.code_points is not None else code_points_to_scan(hf_batch, candidates)
     with run.bar(len(contexts), "contexts") as bar:
@@ -389,13 +411,18 @@ def _scan(run: _Run) -> Outcome:
     raw, ours = results["raw"], results["accelerated"]
     answered = _fast_texts(accelerated) - before
     detail = f"accelerated: {ours.summary()}; raw backend: {raw.summary()}; backend answered {answered} texts"
-    data = {"raw_divergent": raw.all_divergent, "accelerated_divergent": ours.all_divergent, "backend_answered": answered}
+    data = {
+        "raw_divergent": raw.all_divergent,
+        "accelerated_divergent": ours.all_divergent,
+        "backend_answered": answered,
+    }
     if (example := ours.example()) is not None:
         template, code_point = example
         text = template.format(chr(code_point))
         expected, actual = hf_batch([text])[0], accelerated_batch([text])[0]
         run.announce(
-            f"counterexample: {text!r} (U+{code_point:04X} in context {template!r}): HF {expected}, accelerated {actual}"
+            f"counterexample: {text!r} (U+{code_point:04X} in context {template!r}): HF {expected}, accelerated "
+            f"{actual}"
         )
         return _result("mismatch", detail, counterexample=text, **data)
     return _passed(answered, "the scan's texts", detail, **data)
@@ -429,7 +456,9 @@ def _properties(run: _Run) -> Outcome:
             bar.update()
     answered = _fast_texts(run.accelerated) - before
     if mismatches:
-        return _result("mismatch", f"{len(mismatches)} of {len(classes)} input classes disagree", counterexamples=mismatches)
+        return _result(
+            "mismatch", f"{len(mismatches)} of {len(classes)} input classes disagree", counterexamples=mismatches
+        )
     agree = f"{len(classes)} input classes agree (up to {base.max_examples} examples each, profile {run.profile!r})"
     return _passed(answered, "the examples", f"{agree}; backend answered {answered} texts", backend_answered=answered)
 
@@ -458,7 +487,8 @@ def _added_tokens(run: _Run) -> Outcome:
                 detail = f"{form} of {shown!r}: ours {str(got)[:100]}, HF's {str(expected)[:100]}"
                 return _result("mismatch", f"ids around added tokens differ: {detail}", counterexamples=[detail])
     detail = (
-        f"{counted(len(texts), 'text')} around the model's {counted(len(tokens), 'added token')} agree in {len(ours)} call forms"
+        f"{counted(len(texts), 'text')} around the model's {counted(len(tokens), 'added token')} agree in "
+        f"{len(ours)} call forms"
     )
     return _passed(_fast_texts(run.accelerated) - before, "the texts", detail)
 
@@ -522,9 +552,14 @@ def _changes(run: _Run) -> Outcome:
             for text in texts:
                 expected, actual = answer_of(original.encode, text), answer_of(accelerated.encode, text)
                 if actual != expected:
-                    run.announce(f"after {change.name}: {text!r}: HF {str(expected)[:80]}, accelerated {str(actual)[:80]}")
+                    run.announce(
+                        f"after {change.name}: {text!r}: HF {str(expected)[:80]}, accelerated {str(actual)[:80]}"
+                    )
                     return _result(
-                        "mismatch", f"after {change.name}, {text!r} differs from HF's ids", counterexample=text, logs=logs
+                        "mismatch",
+                        f"after {change.name}, {text!r} differs from HF's ids",
+                        counterexample=text,
+                        logs=logs,
                     )
             answered += _fast_texts(accelerated) - before
             del accelerated, original
@@ -565,7 +600,12 @@ def _kept_aside() -> Iterator[list[str]]:
 
 def _sharing(run: _Run) -> Outcome:
     """What a tokenizer shares beyond ids (`tokbackend.equivalence.sharing`), each on a fresh pair of copies."""
-    from tokbackend.equivalence.sharing import length_warnings, result_operations, settings_left, threads_with_truncation
+    from tokbackend.equivalence.sharing import (
+        length_warnings,
+        result_operations,
+        settings_left,
+        threads_with_truncation,
+    )
 
     # any guarded code point: the guard hands a text holding it to HF (an internal call)
     guard = run.accelerated.tokbackend.guard
@@ -584,7 +624,9 @@ def _sharing(run: _Run) -> Outcome:
             return _result("mismatch", f"{name}: {failure}", counterexample=failure)
         _release_memory()
     hand_over = f"beside texts holding {guarded[2]!r} (guarded)" if printable else "(no guarded code point)"
-    return _result("ok", f"threads truncating every call {hand_over}, Rust settings and saved file, warnings, results: as HF's")
+    return _result(
+        "ok", f"threads truncating every call {hand_over}, Rust settings and saved file, warnings, results: as HF's"
+    )
 
 
 def _segments(run: _Run) -> Outcome:
@@ -595,7 +637,9 @@ def _segments(run: _Run) -> Outcome:
     cached = run.accelerate(run.hf, probe=False, segment_cache_steps_aside=False)
     cache_stats = cached.tokbackend.stats()["segment_cache"]
     if not cache_stats["enabled"]:
-        return _result("info", f"not used for this model ({cache_stats.get('unsupported')}); every request is encoded whole")
+        return _result(
+            "info", f"not used for this model ({cache_stats.get('unsupported')}); every request is encoded whole"
+        )
     base, added = run.hypothesis_settings(), run.added_tokens()
     strategy = conversations(added, guarded_sample(cached.tokbackend.guard.code_points))
     encode_hf, encode_cached = turn_by_turn(run.hf.encode, added), turn_by_turn(in_every_form(cached), added)
@@ -604,9 +648,13 @@ def _segments(run: _Run) -> Outcome:
     hits, prefix_hits = cache_stats["hits"], cache_stats["prefix_hits"]
     if mismatch is not None:
         run.announce(mismatch.report())
-        return _result("mismatch", "a conversation differs with the segment cache on", counterexamples=[mismatch.report()])
+        return _result(
+            "mismatch", "a conversation differs with the segment cache on", counterexamples=[mismatch.report()]
+        )
     if hits == 0:
-        return _result("mismatch", "no request was answered from the cache: a gate the cache took no part in proves nothing")
+        return _result(
+            "mismatch", "no request was answered from the cache: a gate the cache took no part in proves nothing"
+        )
     agree = f"conversations agree turn by turn (up to {base.max_examples} examples)"
     detail = f"{agree}; cache hits {hits}, remembered-prefix hits {prefix_hits}"
     return _result("ok", detail, hits=hits, prefix_hits=prefix_hits)
@@ -628,7 +676,9 @@ def _chat(run: _Run) -> Outcome:
     ]
     for messages in conversations:
         ours, theirs = (
-            answer_of(tokenizer.apply_chat_template, messages, tokenize=True, add_generation_prompt=True, return_dict=False)
+            answer_of(
+                tokenizer.apply_chat_template, messages, tokenize=True, add_generation_prompt=True, return_dict=False
+            )
             for tokenizer in (run.accelerated, run.hf)
         )
         if ours != theirs:
@@ -654,7 +704,9 @@ def _grammar(run: _Run) -> Outcome:
         return _result("grammar", "; ".join(result.differences + result.failures))
     generations = counted(len(result.generations), "schema-constrained generation")
     alike = counted(len(result.alike), "generation")
-    alike = f"; {alike} fail with HF's own tokenizer alike (xgrammar's, not the backend's: --json)" if result.alike else ""
+    alike = (
+        f"; {alike} fail with HF's own tokenizer alike (xgrammar's, not the backend's: --json)" if result.alike else ""
+    )
     return _result("ok", f"TokenizerInfo equals HF's; {generations} as HF's{alike}", alike=result.alike)
 
 
@@ -663,7 +715,9 @@ def _speed(run: _Run) -> Outcome:
     from tokbackend.equivalence.corpus import prompt_of_tokens
 
     counter = run.hf.backend_tokenizer
-    prompts = [prompt_of_tokens(lambda text: len(counter.encode(text).ids), 424242 + index, 32000) for index in range(6)]
+    prompts = [
+        prompt_of_tokens(lambda text: len(counter.encode(text).ids), 424242 + index, 32000) for index in range(6)
+    ]
     times: tuple[list[float], list[float]] = ([], [])
     for index, prompt in enumerate(prompts):  # HF and accelerated in turn, so that a change in load falls on both
         encode = (run.hf.encode, run.accelerated.encode)[index % 2]

@@ -102,7 +102,12 @@ def fingerprint(rust: Any, owner: Any) -> Hashable:
     marker = rust.__dict__.get(_MARKER)
     if marker is None:
         marker = watch(rust, owner)
-    normalizer, pre_tokenizer, post_processor, model = rust.normalizer, rust.pre_tokenizer, rust.post_processor, rust.model
+    normalizer, pre_tokenizer, post_processor, model = (
+        rust.normalizer,
+        rust.pre_tokenizer,
+        rust.post_processor,
+        rust.model,
+    )
     kind = type(model)
     fields = _MODEL_FIELDS.get(kind.__name__)
     return (

@@ -59,7 +59,9 @@ def build(installations: list[str]) -> dict[str, Any]:
             previous = key
     newest = tables[-1]["props"]
     whitespace = [
-        cp for cp in range(0x110000) if newest[cp] and (newest[cp][0] in ("Zs", "Zl", "Zp", "Cc", "Cf") or chr(cp).isspace())
+        cp
+        for cp in range(0x110000)
+        if newest[cp] and (newest[cp][0] in ("Zs", "Zl", "Zp", "Cc", "Cf") or chr(cp).isspace())
     ]
     marks = [cp for cp in range(0x110000) if newest[cp] and newest[cp][1]]
     relatives: dict[str, list[int]] = {letter: [] for letter in "abcdefghijklmnopqrstuvwxyz"}

@@ -33,7 +33,9 @@ class Collect(logging.Handler):
 
 def main() -> None:
     os.environ["TOKBACKEND_CACHE_DIR"] = sys.argv[1]
-    settings = GuardSettings(code_points=(*EXTENSION_J, *range(0x1AC0, 0x1B00)), shipped_records=Path(sys.argv[1]) / "none")
+    settings = GuardSettings(
+        code_points=(*EXTENSION_J, *range(0x1AC0, 0x1B00)), shipped_records=Path(sys.argv[1]) / "none"
+    )
     handler = Collect()
     logging.getLogger("tokbackend").addHandler(handler)
     logging.getLogger("tokbackend").setLevel(logging.INFO)

@@ -38,7 +38,9 @@ class Collect(logging.Handler):
 def main() -> None:
     cache, model = sys.argv[1], sys.argv[2]
     os.environ["TOKBACKEND_CACHE_DIR"] = cache
-    settings = GuardSettings(code_points=(*range(0x323B0, 0x32400), *range(0x1AC0, 0x1B00)), shipped_records=Path(cache) / "none")
+    settings = GuardSettings(
+        code_points=(*range(0x323B0, 0x32400), *range(0x1AC0, 0x1B00)), shipped_records=Path(cache) / "none"
+    )
     handler = Collect()
     logging.getLogger("tokbackend").addHandler(handler)
     hf = tokbackend.load_hf(model)

@@ -35,7 +35,9 @@ _SERVER = textwrap.dedent(
 
 
 def test_sglangs_metrics_route_serves_tokbackends_counters_in_multiprocess_mode(model_dir):
-    done = subprocess.run([sys.executable, "-c", _SERVER, model_dir], capture_output=True, text=True, timeout=600, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", _SERVER, model_dir], capture_output=True, text=True, timeout=600, check=False
+    )
     assert done.returncode == 0, done.stderr
     values = {
         (sample.name, tuple(sorted(sample.labels.items()))): sample.value

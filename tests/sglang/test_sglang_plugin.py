@@ -95,7 +95,10 @@ def test_openai_chat_request_is_encoded_exactly_through_the_fast_path(tokenizer_
     templates = TemplateManager()
     templates.initialize_templates(tokenizer_manager, model_path=model_dir)
     serving = OpenAIServingChat(tokenizer_manager, templates)
-    messages = [{"role": "system", "content": "Be terse."}, {"role": "user", "content": TEXTS[0] + " " + TEXTS[2] * 200}]
+    messages = [
+        {"role": "system", "content": "Be terse."},
+        {"role": "user", "content": TEXTS[0] + " " + TEXTS[2] * 200},
+    ]
     request = ChatCompletionRequest(model=model_dir, messages=messages, max_tokens=8)
     before = tokenizer_manager.tokenizer.tokbackend.stats()["fast_texts"]
     result = serving._process_messages(request, is_multimodal=False)
@@ -216,7 +219,9 @@ def test_loading_the_plugins_warns_where_sglangs_rust_server_tokenizes(value):
         [sys.executable, "-c", code], env=environment, capture_output=True, text=True, timeout=600, check=False
     )
     assert completed.returncode == 0, completed.stderr[-3000:]
-    assert f"SGLANG_RUST_SERVER={value}: the server tokenizes requests in Rust" in completed.stderr, completed.stderr[-3000:]
+    assert f"SGLANG_RUST_SERVER={value}: the server tokenizes requests in Rust" in completed.stderr, completed.stderr[
+        -3000:
+    ]
     assert "--tokenizer-backend gigatoken (or tokbackend-*) has no effect" in completed.stderr
 
 

@@ -86,7 +86,8 @@ def test_user_supplied_ids_logprobs_and_sessions_keep_their_meaning(tokenizer_ma
     assert (logprobs.return_logprob, logprobs.logprob_start_len, logprobs.top_logprobs_num) == (True, 0, 2)
     assert _is_q_array(logprobs.input_ids) and logprobs.input_ids.tolist() == expected
     session = _tokenize_only(
-        tokenizer_manager, _request(text=short, session_params={"id": "s1", "rid": None, "offset": None, "replace": False})
+        tokenizer_manager,
+        _request(text=short, session_params={"id": "s1", "rid": None, "offset": None, "replace": False}),
     )
     assert session.session_params is not None and session.input_ids.tolist() == expected  # this turn's text only
 
@@ -105,7 +106,10 @@ def _check_chat(tokenizer_manager, hf_reference, model_dir):
     templates = TemplateManager()
     templates.initialize_templates(tokenizer_manager, model_path=model_dir)
     serving = OpenAIServingChat(tokenizer_manager, templates)
-    messages = [{"role": "system", "content": "Be terse."}, {"role": "user", "content": prompt_text(3, 40_000, "mixed")}]
+    messages = [
+        {"role": "system", "content": "Be terse."},
+        {"role": "user", "content": prompt_text(3, 40_000, "mixed")},
+    ]
     request = ChatCompletionRequest(model=model_dir, messages=messages, max_tokens=8)
     result = serving._process_messages(request, is_multimodal=False)
     expected = hf_reference.apply_chat_template(messages, tokenize=True, add_generation_prompt=True, return_dict=False)
@@ -122,7 +126,9 @@ def test_chat_gets_lists_and_reaches_the_scheduler_as_hfs_ids(tokenizer_manager,
 def test_arrays_where_sglang_expects_a_list_are_caught(tokenizer_manager, hf_reference, model_dir, monkeypatch):
     """The planted defect: the shortcut everywhere (arrays for every encode), not only where
     SGLang makes arrays itself. The chat check sees it."""
-    monkeypatch.setattr(tokbackend._tokenizer, "_mode", contextvars.ContextVar("planted", default=tokbackend._tokenizer._ARRAYS))
+    monkeypatch.setattr(
+        tokbackend._tokenizer, "_mode", contextvars.ContextVar("planted", default=tokbackend._tokenizer._ARRAYS)
+    )
     with pytest.raises((AssertionError, TypeError)):
         _check_chat(tokenizer_manager, hf_reference, model_dir)
 

@@ -1,5 +1,5 @@
-"""`--tokenizer-mode gigatoken` through real vLLM code (0.33.0 and 0.34.0, one CI stage each): plugin loading, the CLI, the
-tokenizer registry, the completions and chat renderers with vLLM's own kwargs, the thread pool,
+"""`--tokenizer-mode gigatoken` through real vLLM code (0.33.0 and 0.34.0, one CI stage each): plugin loading,
+the CLI, the tokenizer registry, the completions and chat renderers with vLLM's own kwargs, the thread pool,
 structured output from the engine core's tokenizer, and the detokenizer."""
 
 from __future__ import annotations
@@ -90,7 +90,9 @@ def test_vllms_rust_frontend_refuses_our_modes_at_start_up(mode, model_dir, plug
     arguments = make_arg_parser(FlexibleArgumentParser(prog="vllm serve")).parse_args(
         ["--model", model_dir, "--tokenizer-mode", mode]
     )
-    handed_over = json.dumps({**jsonify_non_default_args(arguments, exclude={"api_server_count"}), "model_tag": model_dir})
+    handed_over = json.dumps(
+        {**jsonify_non_default_args(arguments, exclude={"api_server_count"}), "model_tag": model_dir}
+    )
     descriptors = ["--listen-fd", "0", "--input-listener-fd", "0", "--output-listener-fd", "0"]
     command = [str(Path(vllm.__file__).parent / "vllm-rs"), "frontend", *descriptors, "--args-json", handed_over]
     completed = subprocess.run(command, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
@@ -120,7 +122,9 @@ def test_a_fresh_interpreter_loading_only_vllms_plugins_gets_an_exact_accelerate
     assert eval(lines["IDS"]) == [expected, expected]
     assert lines["STATE"].startswith("['gigatoken', 'fastokens'] [3, 3] 248076")
     # one start-up line per process, naming the backend
-    assert "vLLM" in completed.stderr and "tokenizer for" in completed.stderr and "backend gigatoken" in completed.stderr
+    assert (
+        "vLLM" in completed.stderr and "tokenizer for" in completed.stderr and "backend gigatoken" in completed.stderr
+    )
 
 
 def test_completions_encode_on_the_fast_path_with_vllms_kwargs(renderer, hf_reference):
@@ -153,7 +157,9 @@ def test_chat_renders_and_encodes_exactly(renderer, hf_reference):
     messages = [{"role": "system", "content": "You are terse."}, {"role": "user", "content": TEXTS[0]}]
     tokenizer = renderer.get_tokenizer()
     before = _counts(tokenizer)[0]
-    _, engine_prompts = renderer.render_chat([messages], ChatParams(chat_template_kwargs={"add_generation_prompt": True}))
+    _, engine_prompts = renderer.render_chat(
+        [messages], ChatParams(chat_template_kwargs={"add_generation_prompt": True})
+    )
     expected = hf_reference.apply_chat_template(messages, tokenize=True, add_generation_prompt=True, return_dict=False)
     assert engine_prompts[0]["prompt_token_ids"] == expected
     assert _counts(tokenizer)[0] == before + 1
@@ -165,7 +171,9 @@ def test_the_thread_pool_keeps_the_acceleration_and_shares_one_backend(renderer)
     assert isinstance(tokenizer, AcceleratedTokenizerMixin)
     assert tokenizer.max_token_id == 248076  # vLLM's cached layer survives every copy
     copies = list(tokenizer._pool.queue) if hasattr(tokenizer, "_pool") else []
-    lanes = {id(copy.tokbackend.routing.lane.backend) for copy in copies} | {id(tokenizer.tokbackend.routing.lane.backend)}
+    lanes = {id(copy.tokbackend.routing.lane.backend) for copy in copies} | {
+        id(tokenizer.tokbackend.routing.lane.backend)
+    }
     assert len(lanes) == 1
     assert all(copy.tokbackend.counters is tokenizer.tokbackend.counters for copy in copies)
 

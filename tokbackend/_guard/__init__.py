@@ -61,7 +61,9 @@ class UnicodeGuard:
         self.code_points = code_points
         self.record = record or {}
         self._smallest = min(code_points) if code_points else 0x110000
-        self._few = tuple(chr(code_point) for code_point in sorted(code_points)) if len(code_points) <= self.FEW else None
+        self._few = (
+            tuple(chr(code_point) for code_point in sorted(code_points)) if len(code_points) <= self.FEW else None
+        )
         self._table = None if self._few is not None else _lookup_table(code_points)
 
     def needs_hf(self, text: str) -> bool:
@@ -110,7 +112,9 @@ class UnicodeGuard:
         what = self.record.get("pipeline_description", "")
         if self.record.get("families"):
             what = f"{self.record['families']} pipeline, {what}"
-        versions: dict[str, str] = self.record.get("matched_versions") or next(iter(self.record.get("applies_to", [])), {})
+        versions: dict[str, str] = self.record.get("matched_versions") or next(
+            iter(self.record.get("applies_to", [])), {}
+        )
         installed = ", ".join(f"{library} {value}" for library, value in versions.items())
         return f"{name} ({where}; matched by {matched}{': ' + what if what else ''}; {installed})"
 

@@ -50,12 +50,16 @@ def rule_sensitive(name: str) -> list[int]:
 
 def candidate_runs(tokenizer_json: str | dict[str, Any]) -> list[tuple[int, int]]:
     """Runs of code points to scan in every context (see the module docstring)."""
-    spec = top_level_sections(tokenizer_json) if isinstance(tokenizer_json, str) else tokenizer_json  # vocabulary unparsed
+    spec = (
+        top_level_sections(tokenizer_json) if isinstance(tokenizer_json, str) else tokenizer_json
+    )  # vocabulary unparsed
     runs = list(changed_runs())
     singles: set[int] = set(rule_sensitive("whitespace_like"))
     groups = [group for pattern in split_patterns(spec) for group in _CASE_INSENSITIVE.findall(pattern)]
     # the ASCII letters the pattern matches case-insensitively
-    letters = {character.lower() for group in groups for character in group if character.isalpha() and character.isascii()}
+    letters = {
+        character.lower() for group in groups for character in group if character.isalpha() and character.isascii()
+    }
     for letter in sorted(letters):
         singles.update(rule_sensitive(f"case_relatives:{letter}"))
     if composes(spec):
@@ -89,7 +93,11 @@ def run_around(code_point: int, limit: int = 4096) -> tuple[int, int]:
         if 0xD800 <= point <= 0xDFFF or not 0 <= point < 0x110000:
             return None
         character = chr(point)
-        return unicodedata.category(character), unicodedata.combining(character), unicodedata.decomposition(character)[:1]
+        return (
+            unicodedata.category(character),
+            unicodedata.combining(character),
+            unicodedata.decomposition(character)[:1],
+        )
 
     own = kind(code_point)
     first = code_point

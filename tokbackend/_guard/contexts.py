@@ -67,7 +67,10 @@ def composes(tokenizer_json: dict[str, Any]) -> bool:
 def _pairs(family: str, lefts: list[str], rights: list[str]) -> list[ScanContext]:
     """Each left neighbour and each right neighbour used at least once, paired up."""
     count = max(len(lefts), len(rights))
-    return [ScanContext(lefts[index % len(lefts)] + "{0}" + rights[(index + 1) % len(rights)], family) for index in range(count)]
+    return [
+        ScanContext(lefts[index % len(lefts)] + "{0}" + rights[(index + 1) % len(rights)], family)
+        for index in range(count)
+    ]
 
 
 def _family(family: str, *templates: str) -> list[ScanContext]:
@@ -76,7 +79,9 @@ def _family(family: str, *templates: str) -> list[ScanContext]:
 
 def derive_contexts(tokenizer_json: str | dict[str, Any]) -> list[ScanContext]:
     """The scan contexts for one tokenizer (see the module docstring for why they cover it)."""
-    spec = top_level_sections(tokenizer_json) if isinstance(tokenizer_json, str) else tokenizer_json  # vocabulary unparsed
+    spec = (
+        top_level_sections(tokenizer_json) if isinstance(tokenizer_json, str) else tokenizer_json
+    )  # vocabulary unparsed
     pattern = "|".join(split_patterns(spec))
     contexts = [ScanContext("{0}", "alone")]
 
@@ -88,13 +93,17 @@ def derive_contexts(tokenizer_json: str | dict[str, Any]) -> list[ScanContext]:
     contexts += _pairs("marks", ["a" + MARKS["Mn"], "\u0915" + MARKS["Mc"]], list(MARKS.values()))
 
     suffixes = sorted(set(_CONTRACTION.findall(pattern))) or ["s", "t", "re", "ve", "m", "ll", "d"]
-    contexts += _family("contractions", *("{0}'" + suffix for suffix in suffixes), "a{0}'" + suffixes[0], " {0}'" + suffixes[-1])
+    contexts += _family(
+        "contractions", *("{0}'" + suffix for suffix in suffixes), "a{0}'" + suffixes[0], " {0}'" + suffixes[-1]
+    )
     # The code point in place of each letter of each alternative: case folding ('ſ' ~ 's').
     folded = {"'" + suffix[:index] + "{0}" + suffix[index + 1 :] for suffix in suffixes for index in range(len(suffix))}
     contexts += _family("case_folding", *sorted(folded))
 
     # Characters the pattern names literally (quantifiers and class syntax are not among them).
-    literals = sorted({character for character in re.sub(r"\\[pP]\{\w+\}|\\.", "", pattern) if character in "/'@#%&=<>~`_"})
+    literals = sorted(
+        {character for character in re.sub(r"\\[pP]\{\w+\}|\\.", "", pattern) if character in "/'@#%&=<>~`_"}
+    )
     punctuation = list(PUNCTUATION) + [literal for literal in literals if literal not in PUNCTUATION]
     contexts += _pairs("punctuation", punctuation, punctuation[::-1])
     contexts += _family("punctuation", "{0}:A", " {0}!!", "a.{0}.")
@@ -108,8 +117,12 @@ def derive_contexts(tokenizer_json: str | dict[str, Any]) -> list[ScanContext]:
 
     if composes(spec):
         # repeats; marks of combining class 1 (U+0334), 240 (U+0345), 230 (U+0300), 220 (U+0316)
-        contexts += _family("normalizer", "{0}{0}", " {0}{0}{0}x", "e{0}\u0334", "a\u0345{0}", "a\u0300\u0300{0}", "a{0}\u0316")
-        contexts += _family("normalizer", "\u1100{0}\u11a8", "\uac00{0}\u1161", "\u0915{0}\u093c")  # Hangul jamo, a nukta
+        contexts += _family(
+            "normalizer", "{0}{0}", " {0}{0}{0}x", "e{0}\u0334", "a\u0345{0}", "a\u0300\u0300{0}", "a{0}\u0316"
+        )
+        contexts += _family(
+            "normalizer", "\u1100{0}\u11a8", "\uac00{0}\u1161", "\u0915{0}\u093c"
+        )  # Hangul jamo, a nukta
     unique: dict[str, ScanContext] = {}
     for context in contexts:
         unique.setdefault(context.template, context)

@@ -63,7 +63,10 @@ def in_every_call_form(backend: EncodeBackend) -> BatchEncoder:
 
     def encode_batch(texts: list[str]) -> list[list[int]]:
         forms = in_call_forms(backend, texts)
-        return [list(ids) if all(list(other) == ids for other in others) else _FORMS_DISAGREE for ids, *others in zip(*forms)]
+        return [
+            list(ids) if all(list(other) == ids for other in others) else _FORMS_DISAGREE
+            for ids, *others in zip(*forms)
+        ]
 
     return encode_batch
 
@@ -84,7 +87,9 @@ def refuse_inexact_on_ascii(
     HuggingFace: no guard sends such a text to HuggingFace. `what`: for the message."""
     reference, candidate = encoders
     for context in [context for context in contexts if context.template.isascii()]:
-        found = scan(reference, {"backend": candidate}, [context], list(range(0x80)), meter=meter)["backend"].divergent[context]
+        found = scan(reference, {"backend": candidate}, [context], list(range(0x80)), meter=meter)["backend"].divergent[
+            context
+        ]
         if not found:
             continue
         # the code point in its context, alone or between line breaks (as `scan._culprits` frames it)
@@ -95,7 +100,8 @@ def refuse_inexact_on_ascii(
                 example = f"the ASCII text {framed!r} (backend {actual[:12]}, HF {expected[:12]})"
                 break
         raise GuardUnavailableError(
-            f"{what}: not derived: the backend differs from HuggingFace on {example}, which no guard sends to HuggingFace; "
+            f"{what}: not derived: the backend differs from HuggingFace on {example}, which no guard sends to "
+            f"HuggingFace; "
             "no record written"
         )
 
@@ -129,7 +135,9 @@ def run_oracles(
             {oracle: candidate},
             contexts_of[oracle],
             scanned,
-            progress=None if progress is None else lambda context, oracle=oracle: progress(f"{oracle}: {context.template!r}"),  # type: ignore[misc]  # python/mypy#15459
+            progress=None
+            if progress is None
+            else lambda context, oracle=oracle: progress(f"{oracle}: {context.template!r}"),  # type: ignore[misc]  # python/mypy#15459
         )[oracle]
     return reports
 
@@ -174,7 +182,9 @@ def derive_fast(
     contexts = derive_contexts(tokenizer_json)
     own_encoders = functools.cache(lambda: _encoder_pair(boundary_json or tokenizer_json, build_backend))
 
-    def scanned(points: Sequence[int], over: Sequence[ScanContext] = contexts, encoders: Encoders | None = None) -> ScanReport:
+    def scanned(
+        points: Sequence[int], over: Sequence[ScanContext] = contexts, encoders: Encoders | None = None
+    ) -> ScanReport:
         reference, candidate = encoders or own_encoders()
         if progress is not None:
             progress(f"{oracle}: {len(points)} code points x {len(over)} contexts")
@@ -210,7 +220,9 @@ def _spread_over_runs(report: ScanReport, runs: list[tuple[int, int]]) -> tuple[
     for context, found in report.divergent.items():
         for point in found:
             contexts_of[point] = contexts_of.get(point, frozenset()) | {context}
-    spread = ScanReport({context: list(found) for context, found in report.divergent.items()}, report.scanned, report.seconds)
+    spread = ScanReport(
+        {context: list(found) for context, found in report.divergent.items()}, report.scanned, report.seconds
+    )
     mixed = []
     for run in runs:
         seen = {contexts_of.get(point, frozenset()) for point in representatives(run)}

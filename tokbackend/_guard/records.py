@@ -78,7 +78,10 @@ def pipeline_fingerprint(tokenizer_json: str) -> str:
 
 def _steps(sections: dict[str, Any], form: Callable[[object], object]) -> bytes:
     """The normalizer and the pre-tokenizer as the fingerprints hash them: `form` of each, as JSON."""
-    parts = (json.dumps(form(sections.get(part)), sort_keys=True, ensure_ascii=False) for part in ("normalizer", "pre_tokenizer"))
+    parts = (
+        json.dumps(form(sections.get(part)), sort_keys=True, ensure_ascii=False)
+        for part in ("normalizer", "pre_tokenizer")
+    )
     return b"".join(part.encode("utf-8") + b"\0" for part in parts)
 
 
@@ -153,14 +156,20 @@ def find_record(
             continue  # the model's fingerprint (costly) is read only where records of the family are
         for matched in ("pipeline", "model", "model, earlier format"):
             # the names `write_record` gives the records `key` may match as `matched`, and what they hold
-            current, pipeline = {"format": RECORD_FORMAT, "pipeline": key.pipeline}, f"{key.family}-p{key.pipeline[:16]}-"
+            current, pipeline = (
+                {"format": RECORD_FORMAT, "pipeline": key.pipeline},
+                f"{key.family}-p{key.pipeline[:16]}-",
+            )
             if matched == "pipeline":
                 wanted, names = current, f"{pipeline}[!m]*.json"
             elif matched == "model":
                 wanted = {**current, "model_fingerprint": key.model, "vocabulary_fingerprint": key.vocabulary}
                 names = f"{pipeline}m{key.model[:12]}-v{key.vocabulary[:12]}-*.json"
             else:
-                wanted, names = {"format": LEGACY_FORMAT, "model_fingerprint": key.model}, f"{key.family}-{key.model[:16]}-*.json"
+                wanted, names = (
+                    {"format": LEGACY_FORMAT, "model_fingerprint": key.model},
+                    f"{key.family}-{key.model[:16]}-*.json",
+                )
             for path in sorted(directory.glob(names)):
                 record = read_json_object(path, "guard record")
                 if record is None:
@@ -187,13 +196,20 @@ def write_record(record: GuardRecord, directory: Path) -> Path:
         if record.get("scope") == "model":
             prefix += f"m{record['model_fingerprint'][:12]}-v{record['vocabulary_fingerprint'][:12]}-"
     # named by what the derivation found (and how), independent of when and on which versions
-    found = {key: record.get(key) for key in ("backend", "scope", "pipeline", "model_fingerprint", "vocabulary_fingerprint")}
+    found = {
+        key: record.get(key) for key in ("backend", "scope", "pipeline", "model_fingerprint", "vocabulary_fingerprint")
+    }
     found |= {key: record.get(key) for key in ("contexts", "code_points", "found_by")}
-    path = directory / f"{prefix}{hashlib.sha256(json.dumps(found, sort_keys=True).encode('utf-8')).hexdigest()[:8]}.json"
+    path = (
+        directory / f"{prefix}{hashlib.sha256(json.dumps(found, sort_keys=True).encode('utf-8')).hexdigest()[:8]}.json"
+    )
     existing = read_json_object(path, "guard record")
     if existing is not None:  # its labels ("families", "models") kept
         known = existing.get("applies_to", [])
-        record = {**existing, "applies_to": known + [versions for versions in record["applies_to"] if versions not in known]}
+        record = {
+            **existing,
+            "applies_to": known + [versions for versions in record["applies_to"] if versions not in known],
+        }
     write_json_object(path, record)
     return path
 

@@ -48,7 +48,9 @@ def from_ranges(pairs: Iterable[Sequence[int]]) -> frozenset[int]:
 
 def format_ranges(code_points: Iterable[int], limit: int = 20) -> str:
     """'U+0041, U+0300..U+036F, ...' with at most `limit` ranges spelled out."""
-    parts = [f"U+{first:04X}" if first == last else f"U+{first:04X}..U+{last:04X}" for first, last in ranges(code_points)]
+    parts = [
+        f"U+{first:04X}" if first == last else f"U+{first:04X}..U+{last:04X}" for first, last in ranges(code_points)
+    ]
     shown = ", ".join(parts[:limit])
     return shown + (f", ... ({len(parts) - limit} more ranges)" if len(parts) > limit else "")
 
@@ -84,9 +86,15 @@ class ScanReport:
     def summary(self) -> str:
         """'3 divergent code points (contractions 3): U+017F, ...', or that there were none."""
         if not self.all_divergent:
-            return f"no divergent code points ({counted(self.scanned, 'code point')} x {counted(len(self.divergent), 'context')})"
+            return (
+                f"no divergent code points ({counted(self.scanned, 'code point')} x "
+                f"{counted(len(self.divergent), 'context')})"
+            )
         families = ", ".join(f"{family} {len(found)}" for family, found in self.by_family().items())
-        return f"{counted(len(self.all_divergent), 'divergent code point')} ({families}): {format_ranges(self.all_divergent, 8)}"
+        return (
+            f"{counted(len(self.all_divergent), 'divergent code point')} ({families}): "
+            f"{format_ranges(self.all_divergent, 8)}"
+        )
 
 
 def scan(
@@ -117,14 +125,18 @@ def scan(
                         if left != right:
                             found[name].extend(_culprits(reference, candidate, group, context))
                 if meter is not None:
-                    meter.check(f"context {index + 1} of {len(contexts)} ({context.template!r}), {len(code_points)} code points")
+                    meter.check(
+                        f"context {index + 1} of {len(contexts)} ({context.template!r}), {len(code_points)} code points"
+                    )
             if progress is not None:
                 progress(context)
     seconds = time.perf_counter() - started
     return {name: ScanReport(found, len(code_points), seconds) for name, found in divergent.items()}
 
 
-def _culprits(reference: BatchEncoder, candidate: BatchEncoder, group: Sequence[int], context: ScanContext) -> list[int]:
+def _culprits(
+    reference: BatchEncoder, candidate: BatchEncoder, group: Sequence[int], context: ScanContext
+) -> list[int]:
     """The code points of a differing group that differ on their own: alone in the context, then
     framed by line breaks (where a punctuation run shows a class difference), then by halving."""
     for frame in ("{}", "\n{}\n"):

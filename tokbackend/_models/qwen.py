@@ -111,7 +111,9 @@ def build_tokenizer_json(spec: QwenModelSpec) -> dict[str, Any]:
     added_ids = [entry["id"] for entry in tokenizer_json["added_tokens"]]
     expected_ids = list(range(spec.first_added_id, spec.first_added_id + len(spec.added_tokens)))
     if added_ids != expected_ids:
-        raise MissingPackageDataError(f"{spec.name}: added tokens got ids {added_ids[:3]}..., expected {expected_ids[:3]}...")
+        raise MissingPackageDataError(
+            f"{spec.name}: added tokens got ids {added_ids[:3]}..., expected {expected_ids[:3]}..."
+        )
     return tokenizer_json
 
 
@@ -130,13 +132,17 @@ def build_tokenizer_config(spec: QwenModelSpec, tokenizer_json: dict[str, Any]) 
         "errors": "replace",
         "chat_template": CHATML_TEMPLATE,
         "added_tokens_decoder": {
-            str(entry["id"]): {key: entry[key] for key in ("content", "lstrip", "rstrip", "normalized", "single_word", "special")}
+            str(entry["id"]): {
+                key: entry[key] for key in ("content", "lstrip", "rstrip", "normalized", "single_word", "special")
+            }
             for entry in tokenizer_json["added_tokens"]
         },
     }
 
 
-_built_in_scratch: dict[Path, Path] = {}  # a built-in model's folder in an unwritable cache -> its copy in scratch_dir()
+_built_in_scratch: dict[
+    Path, Path
+] = {}  # a built-in model's folder in an unwritable cache -> its copy in scratch_dir()
 
 
 def model_dir(spec: QwenModelSpec, cache_dir: Path) -> Path:
@@ -161,7 +167,9 @@ def write_tokenizer_dir(target: Path, tokenizer_json: dict[str, Any], config: di
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
     try:
         (staging / "tokenizer.json").write_text(json.dumps(tokenizer_json, ensure_ascii=False), encoding="utf-8")
-        (staging / "tokenizer_config.json").write_text(json.dumps(config, indent=2, ensure_ascii=False), encoding="utf-8")
+        (staging / "tokenizer_config.json").write_text(
+            json.dumps(config, indent=2, ensure_ascii=False), encoding="utf-8"
+        )
     except BaseException:  # a full disk: no half directory left behind to fill it further
         shutil.rmtree(staging, ignore_errors=True)
         raise

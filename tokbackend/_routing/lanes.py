@@ -133,7 +133,10 @@ def build_lane(name: str, tokenizer_json: str, options: AccelerationOptions, ref
                 if (mismatch := ascii_probe(loading.result(), reference.hf_ids).mismatch) is None:
                     return None
                 text = mismatch.describe()
-                return f"the backend disagrees with HuggingFace on the ASCII text {text}, which no guard sends to HuggingFace"
+                return (
+                    f"the backend disagrees with HuggingFace on the ASCII text {text}, which no guard sends "
+                    f"to HuggingFace"
+                )
 
             try:
                 guard = load_guard(
@@ -152,7 +155,9 @@ def build_lane(name: str, tokenizer_json: str, options: AccelerationOptions, ref
     except (BackendUnavailableError, GuardUnavailableError, ImportError):
         raise
     except Exception as error:
-        raise BackendUnavailableError(f"backend {name}: building its lane failed: {type(error).__name__}: {error}") from error
+        raise BackendUnavailableError(
+            f"backend {name}: building its lane failed: {type(error).__name__}: {error}"
+        ) from error
 
 
 def probed_lane(
@@ -170,5 +175,7 @@ def probed_lane(
     result = run_probe(lane.backend, reference, lane.guard, pieces_of)
     if result.mismatch is not None:
         why = f"probe mismatch: backend {name!r} disagrees with HuggingFace for {model} on {result.mismatch.describe()}"
-        raise NoExactBackend(Shortfall.INEXACT, why, routing=Routing(lane, "named explicitly"), probe_seconds=result.seconds)
+        raise NoExactBackend(
+            Shortfall.INEXACT, why, routing=Routing(lane, "named explicitly"), probe_seconds=result.seconds
+        )
     return lane, result.seconds

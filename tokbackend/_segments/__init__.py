@@ -72,7 +72,9 @@ _PREMISE_TEMPLATES = (
 )
 
 
-def segments_for(tokenizer_json: str, budget_mib: int | None, steps_aside: bool, hf_ids: BatchEncoder) -> Segments | str:
+def segments_for(
+    tokenizer_json: str, budget_mib: int | None, steps_aside: bool, hf_ids: BatchEncoder
+) -> Segments | str:
     """A fresh cache for this tokenizer's added tokens (`budget_mib` None: one that keeps nothing,
     for the split alone), or why pieces cannot be encoded apart (`premise_fails`, BPE dropout)."""
     splitter = AddedTokenSplitter.for_tokenizer_json(tokenizer_json)
@@ -95,10 +97,13 @@ def premise_fails(splitter: AddedTokenSplitter, hf_ids: BatchEncoder) -> str | N
     pieces = list(dict.fromkeys(text_of(part) for parts in split for part in parts if not isinstance(part, int)))
     alone = dict(zip(pieces, hf_ids(pieces)))
     for text, parts, expected in zip(texts, split, hf_ids(texts)):
-        assembled = [token_id for part in parts for token_id in ([part] if isinstance(part, int) else alone[text_of(part)])]
+        assembled = [
+            token_id for part in parts for token_id in ([part] if isinstance(part, int) else alone[text_of(part)])
+        ]
         if assembled != expected:
             return (
-                f"pieces between added tokens are not encoded independently by this pipeline: HF gives {expected[:8]} for "
+                f"pieces between added tokens are not encoded independently by this pipeline: HF gives "
+                f"{expected[:8]} for "
                 f"{text!r}, its pieces encoded alone {assembled[:8]}"
             )
     return None

@@ -55,7 +55,9 @@ def encode_through_cache(
     exclusive: set[str | Piece] = set()
     if missing:
         pieces = list(missing)
-        encoded, guarded_indexes = routing.encode([text_of(piece) for piece in pieces], hf_ids, one_by_one=True, arrays=arrays)
+        encoded, guarded_indexes = routing.encode(
+            [text_of(piece) for piece in pieces], hf_ids, one_by_one=True, arrays=arrays
+        )
         found.update(zip(pieces, encoded))
         # HF's ids of a guarded piece are as exact as the backend's of the others: stored too, so
         # a conversation holding one sends it to HF once, not on every turn
@@ -82,7 +84,9 @@ def encode_through_cache(
         if boundary is not None:
             # a request that extends none before it is remembered without its ids (no copy);
             # one that does (an agent's next turn) with them
-            cache.remember(text, boundary[0], None if entry is None else _chunks(assembled, head, reused, boundary[1]), entry)
+            cache.remember(
+                text, boundary[0], None if entry is None else _chunks(assembled, head, reused, boundary[1]), entry
+            )
     return results, sum(via_hf), len(unsplit)
 
 

@@ -103,7 +103,9 @@ class SegmentCache:
         self._hit_since_sweep[piece] = True
         return ids
 
-    def put_many(self, items: Iterable[tuple[str | Piece, Ids]], seen_twice: Set[str | Piece] = frozenset()) -> set[str | Piece]:
+    def put_many(
+        self, items: Iterable[tuple[str | Piece, Ids]], seen_twice: Set[str | Piece] = frozenset()
+    ) -> set[str | Piece]:
         """Store the pieces the doorkeeper admits (seen before, or in `seen_twice`) and return them:
         the others' ids were never visible to another thread, so the caller may hand them out."""
         stored: set[str | Piece] = set()

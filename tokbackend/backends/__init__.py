@@ -44,7 +44,9 @@ class _Registry:
     def add(self, name: str, factory: str | BackendClass, origin: str) -> None:
         """Take `name` for `factory`; the caller holds the lock."""
         if name in self.reserved:
-            raise ValueError(f"tokbackend backend name {name!r} is reserved for {self.reserved[name]}; {origin} tried to use it")
+            raise ValueError(
+                f"tokbackend backend name {name!r} is reserved for {self.reserved[name]}; {origin} tried to use it"
+            )
         if name in self.factories:
             raise ValueError(f"tokbackend backend {name!r} is already registered; {origin} tried to register it again")
         self.factories[name] = factory
@@ -86,7 +88,9 @@ def backend_class(name: str) -> BackendClass:
     try:
         factory = _registry.all()[name]
     except KeyError:
-        raise ValueError(f"unknown tokbackend backend {name!r}; registered backends: {', '.join(available_backends())}") from None
+        raise ValueError(
+            f"unknown tokbackend backend {name!r}; registered backends: {', '.join(available_backends())}"
+        ) from None
     if isinstance(factory, str):
         module_name, _, attribute = factory.partition(":")
         factory = getattr(import_module(module_name), attribute)

@@ -82,7 +82,9 @@ class GigatokenBackend:
 
     def encode(self, text: str) -> list[int]:
         try:
-            return self._rust.encode_batch_list([text], parallel=len(text) >= PARALLEL_CHARS and not in_forked_child())[0]
+            return self._rust.encode_batch_list([text], parallel=len(text) >= PARALLEL_CHARS and not in_forked_child())[
+                0
+            ]
         except BaseException as error:
             raise _PANICS.converted(error) from None
 
@@ -107,8 +109,10 @@ class GigatokenBackend:
             # where `import awkward` fails, gigatoken answers one uint32 array per text
             return [widened(row) for row in result]
         raise TypeError(
-            f"tokbackend: gigatoken's encode_batch returned {type(result).__name__}, neither an awkward array nor a list of "
-            "numpy arrays; check that `python -c 'import awkward'` works (pip install awkward) and that gigatoken is 0.10"
+            f"tokbackend: gigatoken's encode_batch returned {type(result).__name__}, neither an awkward array "
+            f"nor a list of "
+            "numpy arrays; check that `python -c 'import awkward'` works (pip install awkward) and that "
+            "gigatoken is 0.10"
         )
 
     def stats(self) -> dict[str, Any]:

@@ -59,7 +59,11 @@ class RenewingBackend:
         return self._measured(lambda backend: encode_batch_arrays(backend, texts))
 
     def stats(self) -> dict[str, Any]:
-        return {**self._current.stats(), "cache_budget_mib": self._budget_bytes >> 20, "cache_renewals": self.cache_renewals}
+        return {
+            **self._current.stats(),
+            "cache_budget_mib": self._budget_bytes >> 20,
+            "cache_renewals": self.cache_renewals,
+        }
 
     def prepare(self) -> None:
         self._current.prepare()
@@ -91,7 +95,9 @@ class RenewingBackend:
             time.sleep(0.1)  # let in-flight calls release the old instance
             release_freed_memory()
         except Exception as error:  # noqa: BLE001 - reported here (a Rust panic too): nobody joins this thread
-            logging.getLogger("tokbackend").warning("backend %s: building a fresh instance failed: %s", self.name, error)
+            logging.getLogger("tokbackend").warning(
+                "backend %s: building a fresh instance failed: %s", self.name, error
+            )
         finally:
             # growth seen meanwhile is mostly the fresh instance itself: count afresh (after a
             # failure, the next try comes after as much growth again)

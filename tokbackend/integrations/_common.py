@@ -115,7 +115,9 @@ def accelerate_for_server(
 
     # the build of a tokenizer accelerated earlier with these options, where the two encode alike
     for earlier in [entry() for entry in reversed(_built)]:
-        shared = None if earlier is None or earlier.tokbackend.options != options else accelerate_like(tokenizer, earlier)
+        shared = (
+            None if earlier is None or earlier.tokbackend.options != options else accelerate_like(tokenizer, earlier)
+        )
         if shared is not None:
             log_served("the build of an earlier load in this process, shared", shared)
             return shared
@@ -129,7 +131,12 @@ def accelerate_for_server(
         if not allow_fallback:
             raise refused(reason) from error
         logger.error(
-            "%s %s tokenizer for %s: %s; serving it with HuggingFace (%s=1)", server, process, model, reason, ALLOW_FALLBACK_ENV
+            "%s %s tokenizer for %s: %s; serving it with HuggingFace (%s=1)",
+            server,
+            process,
+            model,
+            reason,
+            ALLOW_FALLBACK_ENV,
         )
         return tokenizer
     log_served("built", accelerated)

@@ -91,7 +91,10 @@ def probes(count_tokens: Callable[[str], int], added_tokens: list[str], long_tok
     from tokbackend.equivalence.corpus import prompt_of_tokens
     from tokbackend.equivalence.strategies import EXAMPLES
 
-    found = {f"long {tokens // 1000}k tokens": prompt_of_tokens(count_tokens, 7_000 + tokens, tokens) for tokens in long_tokens}
+    found = {
+        f"long {tokens // 1000}k tokens": prompt_of_tokens(count_tokens, 7_000 + tokens, tokens)
+        for tokens in long_tokens
+    }
     tokens = added_tokens[:6] or ["<|x|>"]
     found["added tokens inside text"] = " ".join(f"a{token}b {token}{token} x {token[:-1]}" for token in tokens)
     found["edge strings"] = "\n".join(text for text in EDGE_STRINGS if text.strip())
@@ -120,7 +123,10 @@ def chats(added_tokens: list[str]) -> dict[str, dict[str, Any]]:
         "json schema": {
             "messages": [{"role": "user", "content": "Answer yes or no, pick a color, count to three. Reply in JSON."}],
             "max_tokens": 96,
-            "response_format": {"type": "json_schema", "json_schema": {"name": "pick", "schema": _schema(), "strict": True}},
+            "response_format": {
+                "type": "json_schema",
+                "json_schema": {"name": "pick", "schema": _schema(), "strict": True},
+            },
         },
     }
 
@@ -139,11 +145,17 @@ def _post(url: str, body: dict[str, Any]) -> Any:
         return text
 
 
-def answers(url: str, prompts: dict[str, str], chat_bodies: dict[str, dict[str, Any]], new_tokens: int = 8) -> dict[str, Any]:
+def answers(
+    url: str, prompts: dict[str, str], chat_bodies: dict[str, dict[str, Any]], new_tokens: int = 8
+) -> dict[str, Any]:
     """Everything the gate compares, from one server."""
     found: dict[str, Any] = {}
     for name, text in prompts.items():
-        body = {"text": text, "sampling_params": {"temperature": 0, "max_new_tokens": new_tokens}, "logprob_start_len": 0}
+        body = {
+            "text": text,
+            "sampling_params": {"temperature": 0, "max_new_tokens": new_tokens},
+            "logprob_start_len": 0,
+        }
         result = _post(url + "/generate", {**body, "return_logprob": True})
         meta = result["meta_info"]
         found[name] = {
@@ -288,11 +300,16 @@ def run_gate(
         if failure is not None:
             announce(f"{server.name} cannot serve: {failure}")
             return EXIT_UNAVAILABLE, {"failed": server.name, "why": failure, "prompts_answered": answered}
-        announce(f"   answered {len(prompts)} prompts and {len(chat_bodies)} chats in {time.perf_counter() - started:.0f} s")
+        announce(
+            f"   answered {len(prompts)} prompts and {len(chat_bodies)} chats in {time.perf_counter() - started:.0f} s"
+        )
     report: dict[str, Any] = {
         "differences": differences(results[reference.name], results[candidate.name]),
         "nonconforming": {
-            server: answer["conforms"] for server, found in results.items() for answer in found.values() if answer.get("conforms")
+            server: answer["conforms"]
+            for server, found in results.items()
+            for answer in found.values()
+            if answer.get("conforms")
         },
         # tokbackend's start-up lines in the log of a server started here (none for one given by URL)
         "startup_lines": {

@@ -22,7 +22,12 @@ from typing import TYPE_CHECKING, Any
 import tokbackend
 from tokbackend._routing.names import DEFAULT_FLAG_VALUE, backend_for_flag, flag_values
 from tokbackend._tokenizer import ids_as_arrays
-from tokbackend.integrations._common import accelerate_for_server, log_left_to_hf, prompt_free_caller, warn_if_rust_tokenizes
+from tokbackend.integrations._common import (
+    accelerate_for_server,
+    log_left_to_hf,
+    prompt_free_caller,
+    warn_if_rust_tokenizes,
+)
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
@@ -63,7 +68,9 @@ def register() -> None:
         try:
             HookRegistry.register(target, hook, HookType.AROUND)
         except Exception as error:  # one missing target must not take the other hooks with it
-            logger.error("tokbackend: could not hook %s (%s); --tokenizer-backend gigatoken may not apply there", target, error)
+            logger.error(
+                "tokbackend: could not hook %s (%s); --tokenizer-backend gigatoken may not apply there", target, error
+            )
     app_path = os.environ.get(APP_PATH_ENV)
     if app_path in (None, SGLANG_DEFAULT_APP_PATH):
         os.environ[APP_PATH_ENV] = TOKBACKEND_APP_PATH
@@ -119,7 +126,9 @@ def _around_get_processor(original: Callable[..., Any], *args: Any, **kwargs: An
     return _accelerated_load(original, args, kwargs, processor=True)
 
 
-def _accelerated_load(original: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], processor: bool) -> Any:
+def _accelerated_load(
+    original: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], processor: bool
+) -> Any:
     flag = kwargs.get("tokenizer_backend", "")
     if backend_for_flag(flag) is None:
         return original(*args, **kwargs)
@@ -140,7 +149,9 @@ def accelerate_for_sglang(
     tokenizer: PreTrainedTokenizerBase, model: str, backend_flag: str = DEFAULT_FLAG_VALUE
 ) -> PreTrainedTokenizerBase:
     """`tokbackend.accelerate()` under the servers' start-up contract (`integrations._common`)."""
-    return accelerate_for_server(tokenizer, model, f"--tokenizer-backend {backend_flag}", "SGLang", LEGACY_ALLOW_FALLBACK_ENV)
+    return accelerate_for_server(
+        tokenizer, model, f"--tokenizer-backend {backend_flag}", "SGLang", LEGACY_ALLOW_FALLBACK_ENV
+    )
 
 
 __all__ = ["accelerate_for_sglang", "register"]

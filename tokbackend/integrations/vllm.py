@@ -21,7 +21,12 @@ from typing import TYPE_CHECKING, Any
 
 import tokbackend
 from tokbackend._routing.names import flag_values
-from tokbackend.integrations._common import accelerate_for_server, log_left_to_hf, prompt_free_caller, warn_if_rust_tokenizes
+from tokbackend.integrations._common import (
+    accelerate_for_server,
+    log_left_to_hf,
+    prompt_free_caller,
+    warn_if_rust_tokenizes,
+)
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
@@ -77,7 +82,9 @@ def _tokenizer_class(mode: str) -> type:
         """What `--tokenizer-mode {mode}` loads: vLLM's HF tokenizer, accelerated."""
 
         @classmethod
-        def from_pretrained(cls, path_or_repo_id: str | os.PathLike[str], *args: Any, **kwargs: Any) -> PreTrainedTokenizerBase:
+        def from_pretrained(
+            cls, path_or_repo_id: str | os.PathLike[str], *args: Any, **kwargs: Any
+        ) -> PreTrainedTokenizerBase:
             from vllm.tokenizers.hf import CachedHfTokenizer
 
             tokenizer: PreTrainedTokenizerBase = CachedHfTokenizer.from_pretrained(path_or_repo_id, *args, **kwargs)
