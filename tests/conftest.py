@@ -18,11 +18,13 @@ _CHECKOUT = Path(__file__).resolve().parents[1]
 _PACKAGE, _HARNESS = (Path(module.__file__).resolve().parent for module in (tokbackend, tokbackend.equivalence))
 if os.environ.get("TOKBACKEND_TESTS_INSTALLED"):
     # .ci/tests: what is tested is the installed wheel, never this checkout
-    assert not _PACKAGE.is_relative_to(_CHECKOUT), f"tokbackend imported from the source tree: {_PACKAGE}"
+    _TREE = _CHECKOUT / "tokbackend"
+    assert not _PACKAGE.is_relative_to(_TREE), f"tokbackend imported from the source tree: {_PACKAGE}"
     assert _HARNESS == _PACKAGE / "equivalence", f"tokbackend.equivalence is not the wheel's: {_HARNESS}"
 else:
     # the harness of one checkout testing the package of another tests neither
-    assert _PACKAGE.parent == _HARNESS.parent, (
+    # (a checkout maps its equivalence/ folder in beside tokbackend/; a wheel ships it inside)
+    assert _HARNESS in (_PACKAGE.parent / "equivalence", _PACKAGE / "equivalence"), (
         f"tokbackend from {_PACKAGE} but tokbackend.equivalence from {_HARNESS}: run with PYTHONPATH=<checkout>"
         " or `pip install -e .` from it (CONTRIBUTING.md, 'Running a checkout')"
     )
