@@ -156,11 +156,26 @@ def test_the_scheduler_check_fails_where_every_process_builds(server_args, hf_re
         _check_the_scheduler_builds_nothing(server_args, hf_reference)
 
 
+def _close_sockets(manager):
+    """Close a manager's ZMQ sockets and end their context now: left to the garbage collector, the
+    context's finalizer waits for sockets the same cycle still holds, and the test process hangs
+    at whatever later allocation triggers that collection."""
+    import zmq
+
+    sockets = [value for value in vars(manager).values() if isinstance(value, zmq.Socket)]
+    contexts = {id(socket.context): socket.context for socket in sockets}
+    for socket in sockets:
+        socket.close(linger=0)
+    for context in contexts.values():
+        context.term()
+
+
 def test_detokenizer_decodes_through_hf(server_args, port_args, hf_reference):
     from sglang.srt.managers.detokenizer_manager import DetokenizerManager
 
     detokenizer = DetokenizerManager(server_args, port_args)
     tokenizer = detokenizer.tokenizer
+    _close_sockets(detokenizer)
     # it decodes only: HuggingFace's own tokenizer, no build
     assert not isinstance(tokenizer, AcceleratedTokenizerMixin)
     assert type(tokenizer) is type(hf_reference)
