@@ -214,6 +214,41 @@ def test_the_engine_core_check_fails_where_every_process_builds(model_dir, plugi
         _check_the_engine_core_builds_nothing(model_dir, hf_reference)
 
 
+# A fresh interpreter enters vLLM's engine core (`EngineCore.__init__`, which loads the plugins
+# first) and says whether tokbackend's preload started; `defect` restores it in every process.
+_PRELOAD_CODE = """
+import sys
+from tokbackend._process import preload
+from tokbackend.integrations import vllm as plugin
+if sys.argv[1] == "defect":
+    plugin.PROMPT_FREE_MODULES = ()
+from vllm.v1.engine.core import EngineCore
+try:
+    EngineCore(None, None, False)  # fails once past load_general_plugins(): no configuration
+except Exception:
+    pass
+print("PRELOAD", preload.started())
+"""
+
+
+def _engine_core_preloads(defect: str = "none") -> bool:
+    completed = subprocess.run(
+        [sys.executable, "-c", _PRELOAD_CODE, defect], capture_output=True, text=True, timeout=300
+    )
+    assert "PRELOAD" in completed.stdout, completed.stderr[-3000:]
+    return "PRELOAD True" in completed.stdout
+
+
+def test_the_engine_core_process_preloads_nothing_for_a_build():
+    """The engine core never builds: loading the plugins there imports nothing for a build; a
+    process loading only the plugins does (the fresh-interpreter test above)."""
+    assert not _engine_core_preloads()
+
+
+def test_the_engine_core_preload_check_fails_where_every_process_preloads():
+    assert _engine_core_preloads("defect")
+
+
 def test_structured_output_builds_grammars_from_the_engine_cores_tokenizer(model_dir, plugins_loaded):
     from vllm.v1.structured_output.backend_guidance import GuidanceBackend
     from vllm.v1.structured_output.backend_types import StructuredOutputOptions

@@ -67,6 +67,15 @@ def prompt_free_caller(modules: Collection[str]) -> str | None:
     return None
 
 
+def preload_unless_prompt_free(modules: Collection[str]) -> None:
+    """`tokbackend.preload()`, unless one of `modules` (see `prompt_free_caller`) is loading the
+    plugins: a process such a component starts never builds, so it imports nothing for a build."""
+    import tokbackend
+
+    if prompt_free_caller(modules) is None:
+        tokbackend.preload()
+
+
 def log_left_to_hf(server: str, model: str, caller: str) -> None:
     """The log line of a process that keeps HuggingFace's tokenizer (see `prompt_free_caller`)."""
     process = f"{multiprocessing.current_process().name} (pid {os.getpid()})"

@@ -19,12 +19,12 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-import tokbackend
 from tokbackend._routing.names import DEFAULT_FLAG_VALUE, backend_for_flag, flag_values
 from tokbackend._tokenizer import ids_as_arrays
 from tokbackend.integrations._common import (
     accelerate_for_server,
     log_left_to_hf,
+    preload_unless_prompt_free,
     prompt_free_caller,
     warn_if_rust_tokenizes,
 )
@@ -39,14 +39,17 @@ LEGACY_ALLOW_FALLBACK_ENV = "TOKBACKEND_SGLANG_ALLOW_HF_FALLBACK"
 APP_PATH_ENV = "SGLANG_HTTP_SERVER_APP_PATH"
 SGLANG_DEFAULT_APP_PATH = "sglang.srt.entrypoints.http_server:app"
 TOKBACKEND_APP_PATH = "tokbackend.integrations.sglang_app:app"
-# SGLang's components that load a tokenizer but receive prompts as ids from the tokenizer manager
-# (0.5.13 to 0.5.23): the scheduler (`Scheduler.init_tokenizer`, before its weights load), its TP
-# workers and the detokenizer. They encode a few short strings (a reasoning parser's end tokens,
-# a grammar backend's probe), which HuggingFace answers exactly with no build.
+# SGLang's components that receive prompts as ids from the tokenizer manager (0.5.13 to 0.5.23):
+# the scheduler (`Scheduler.init_tokenizer`, before its weights load), its TP workers, the
+# detokenizer, and the data-parallel controller. Where they load a tokenizer they encode a few
+# short strings (a reasoning parser's end tokens, a grammar backend's probe), which HuggingFace
+# answers exactly with no build; where they load the plugins (`run_scheduler_process`) nothing is
+# preloaded for a build.
 PROMPT_FREE_MODULES = (
     "sglang.srt.managers.scheduler",
     "sglang.srt.managers.tp_worker",
     "sglang.srt.managers.detokenizer_manager",
+    "sglang.srt.managers.data_parallel_controller",
 )
 
 
@@ -55,7 +58,7 @@ def register() -> None:
     the backends' libraries start importing while SGLang does its other start-up work."""
     from sglang.srt.plugins.hook_registry import HookRegistry, HookType
 
-    tokbackend.preload()
+    preload_unless_prompt_free(PROMPT_FREE_MODULES)
 
     hooks = {
         "sglang.srt.server_args.ServerArgs.add_cli_args": _around_add_cli_args,

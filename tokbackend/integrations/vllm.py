@@ -19,11 +19,11 @@ import functools
 import os
 from typing import TYPE_CHECKING, Any
 
-import tokbackend
 from tokbackend._routing.names import flag_values
 from tokbackend.integrations._common import (
     accelerate_for_server,
     log_left_to_hf,
+    preload_unless_prompt_free,
     prompt_free_caller,
     warn_if_rust_tokenizes,
 )
@@ -33,10 +33,11 @@ if TYPE_CHECKING:
 
 RENDERER = ("vllm.renderers.hf", "HfRenderer")
 _CLASS_PREFIX = "TokbackendTokenizer_"
-# vLLM's components that load a tokenizer but encode no prompts with it (0.33, 0.34): the engine
-# core's structured-output manager (grammar compilers, reasoning end tokens). Prompts are encoded
-# in the API process (the renderer), whose detokenizer shares the renderer's tokenizer.
-PROMPT_FREE_MODULES = ("vllm.v1.structured_output",)
+# vLLM's components that encode no prompts (0.33, 0.34): the engine core, which loads the plugins
+# in its own process, and its structured-output manager, which loads a tokenizer there (grammar
+# compilers, reasoning end tokens), and the workers. Prompts are encoded in the API process (the
+# renderer), whose detokenizer shares the renderer's tokenizer.
+PROMPT_FREE_MODULES = ("vllm.v1.structured_output", "vllm.v1.engine.core", "vllm.v1.worker")
 
 
 def register() -> None:
@@ -45,7 +46,7 @@ def register() -> None:
     from vllm.renderers.registry import RENDERER_REGISTRY
     from vllm.tokenizers.registry import TokenizerRegistry
 
-    tokbackend.preload()
+    preload_unless_prompt_free(PROMPT_FREE_MODULES)
 
     for mode in flag_values():
         if TokenizerRegistry.tokenizers.get(mode) != (__name__, class_name(mode)):
