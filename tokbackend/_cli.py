@@ -180,11 +180,8 @@ def main(argv: list[str] | None = None) -> int:
         return derive_guard(arguments.model, arguments.backend, arguments.output, arguments.full)
     missing = [module for module in NEEDED_MODULES[arguments.command] if importlib.util.find_spec(module) is None]
     if missing:
-        print(
-            f"tokbackend {arguments.command} needs the [verify] extra (missing: {', '.join(missing)}): "
-            "pip install 'tokbackend[verify]'",
-            file=sys.stderr,
-        )
+        extra = f"needs the [verify] extra (missing: {', '.join(missing)}): pip install 'tokbackend[verify]'"
+        print(f"tokbackend {arguments.command} {extra}", file=sys.stderr)
         return EXIT_MISSING_TOOLS
     return verify(arguments) if arguments.command == "verify" else sglang_gate(arguments)
 
@@ -294,15 +291,9 @@ def derive_guard(model: str, backend_name: str, output: str | None, full: bool =
             print(f"{model}, {name}: needs no guard")
         else:
             record = guard.record
-            print(
-                f"{model}, {name}: {record['derivation']} derivation in {record['scan_seconds']} s: {guard.describe()}"
-            )
-            print(f"  {format_ranges(guard.code_points)}")
-            versions = record["applies_to"][0]
-            print(
-                f"  {record['scope']} record for {record['pipeline_description']}; versions {versions}; "
-                f"{record['path']}"
-            )
+            derived_in = f"{record['derivation']} derivation in {record['scan_seconds']} s: {guard.describe()}"
+            scope = f"{record['scope']} record for {record['pipeline_description']}; versions {record['applies_to'][0]}"
+            print(f"{model}, {name}: {derived_in}\n  {format_ranges(guard.code_points)}\n  {scope}; {record['path']}")
     if output:
         print(f"serve with {BAKED_RECORDS_ENV}={Path(output).resolve()} so accelerate() finds it without a scan")
     return 0
@@ -346,16 +337,12 @@ def sglang_gate(arguments: argparse.Namespace) -> int:
         print(f"tokbackend sglang-gate: {message}", file=sys.stderr)
         return code
     for server, lines in report.get("startup_lines", {}).items():
-        print(
-            f"{server}: tokbackend start-up lines in {len(lines)} processes: "
-            f"{', '.join(process for process, _, _ in lines)}"
-        )
+        processes = ", ".join(process for process, _, _ in lines)
+        print(f"{server}: tokbackend start-up lines in {len(lines)} processes: {processes}")
     for server, seconds in report.get("first_token_seconds", {}).items():
         if seconds:
-            median = sorted(seconds)[len(seconds) // 2]
-            print(
-                f"{server}: time to first token of {len(seconds)} distinct long prompts: median {median * 1e3:.1f} ms"
-            )
+            median_ms = sorted(seconds)[len(seconds) // 2] * 1e3
+            print(f"{server}: time to first token of {len(seconds)} distinct long prompts: median {median_ms:.1f} ms")
     verdict = {
         EXIT_OK: "identical: the flag changes no answer",
         EXIT_MISMATCH: "DIFFERENT: do not deploy",

@@ -84,9 +84,7 @@ class AccelerationStats:
     def snapshot(self) -> dict[str, Any]:
         """The counts: fast_calls, fast_texts, fast_texts_as_arrays and fallbacks by reason."""
         with self._lock:
-            totals = list(self._ended)
-            for _, cells in self._cells:
-                totals = [total + count for total, count in zip(totals, cells)]
+            totals = [sum(column) for column in zip(self._ended, *(cells for _, cells in self._cells))]
             return {
                 "fast_calls": totals[0],
                 "fast_texts": totals[1],

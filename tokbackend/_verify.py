@@ -149,15 +149,8 @@ def library_versions() -> dict[str, str | None]:
 
     from tokbackend.backends import available_backends, versioned_libraries
 
-    libraries = (
-        "tokbackend",
-        "tokenizers",
-        "transformers",
-        *versioned_libraries(available_backends()),
-        "xgrammar",
-        "hypothesis",
-    )
-    versions: dict[str, str | None] = dict.fromkeys(libraries)
+    engines = ["tokbackend", "tokenizers", "transformers", *versioned_libraries(available_backends())]
+    versions: dict[str, str | None] = dict.fromkeys([*engines, "xgrammar", "hypothesis"])
     for library in versions:
         with contextlib.suppress(PackageNotFoundError):
             versions[library] = version(library)
@@ -188,10 +181,8 @@ def _step(report: VerifyReport, name: str, announce: Announce, body: Callable[[]
         if not is_error(error):
             raise
         status, data = "error", {"traceback": traceback.format_exc()}
-        detail = (
-            f"stopped on {_first_line(error)} before it could compare answers (no verdict on this step; the traceback "
-        )
-        detail += "is in --json)"
+        stopped = f"stopped on {_first_line(error)} before it could compare answers"
+        detail = f"{stopped} (no verdict on this step; the traceback is in --json)"
     report.steps.append(StepResult(name, status, detail, round(time.perf_counter() - started, 2), data))
     announce(f"   {status}: {detail}")
     return status
@@ -256,6 +247,12 @@ def _passed(answered: int, inputs: str, detail: str, **data: Any) -> Outcome:
     if answered == 0:
         return _result("mismatch", f"the fast path answered none of {inputs}: this step proves nothing", **data)
     return _result("ok", detail, **data)
+
+
+def _mismatch(run: _Run, detail: str, shown: str, **data: Any) -> Outcome:
+    """ "mismatch" with `detail`; `shown` (the counterexample, in full) is printed as it is found."""
+    run.announce(shown)
+    return _result("mismatch", detail, **data)
 
 
 def verify_model(
@@ -420,11 +417,8 @@ def _scan(run: _Run) -> Outcome:
         template, code_point = example
         text = template.format(chr(code_point))
         expected, actual = hf_batch([text])[0], accelerated_batch([text])[0]
-        run.announce(
-            f"counterexample: {text!r} (U+{code_point:04X} in context {template!r}): HF {expected}, accelerated "
-            f"{actual}"
-        )
-        return _result("mismatch", detail, counterexample=text, **data)
+        shown = f"counterexample: {text!r} (U+{code_point:04X} in context {template!r}): HF {expected}, accelerated "
+        return _mismatch(run, detail, f"{shown}{actual}", counterexample=text, **data)
     return _passed(answered, "the scan's texts", detail, **data)
 
 
@@ -516,8 +510,8 @@ def _arguments(run: _Run) -> Outcome:
         run.seed or None,
     )
     if mismatch is not None:
-        run.announce(mismatch.report())
-        return _result("mismatch", f"a call differs from HF's: {mismatch.text!r}", counterexamples=[mismatch.report()])
+        detail = f"a call differs from HF's: {mismatch.text!r}"
+        return _mismatch(run, detail, shown := mismatch.report(), counterexamples=[shown])
     texts = ["Hello, world!", "x <|im_end|> y " + "\u4e2d\u6587 " * 5, ""]
     plain_calls = {"one text": texts[0], "a batch": texts, "an empty text": texts[2]}
     for name, text in plain_calls.items():
@@ -552,15 +546,9 @@ def _changes(run: _Run) -> Outcome:
             for text in texts:
                 expected, actual = answer_of(original.encode, text), answer_of(accelerated.encode, text)
                 if actual != expected:
-                    run.announce(
-                        f"after {change.name}: {text!r}: HF {str(expected)[:80]}, accelerated {str(actual)[:80]}"
-                    )
-                    return _result(
-                        "mismatch",
-                        f"after {change.name}, {text!r} differs from HF's ids",
-                        counterexample=text,
-                        logs=logs,
-                    )
+                    detail = f"after {change.name}, {text!r} differs from HF's ids"
+                    shown = f"after {change.name}: {text!r}: HF {str(expected)[:80]}, accelerated {str(actual)[:80]}"
+                    return _mismatch(run, detail, shown, counterexample=text, logs=logs)
             answered += _fast_texts(accelerated) - before
             del accelerated, original
             _release_memory()
@@ -620,8 +608,7 @@ def _sharing(run: _Run) -> Outcome:
     for name, check in checks.items():
         failure = check(_copy(run.hf), run.accelerate(_copy(run.hf)))
         if failure is not None:
-            run.announce(f"{name}: {failure}")
-            return _result("mismatch", f"{name}: {failure}", counterexample=failure)
+            return _mismatch(run, f"{name}: {failure}", f"{name}: {failure}", counterexample=failure)
         _release_memory()
     hand_over = f"beside texts holding {guarded[2]!r} (guarded)" if printable else "(no guarded code point)"
     return _result(
@@ -647,10 +634,8 @@ def _segments(run: _Run) -> Outcome:
     cache_stats = cached.tokbackend.stats()["segment_cache"]
     hits, prefix_hits = cache_stats["hits"], cache_stats["prefix_hits"]
     if mismatch is not None:
-        run.announce(mismatch.report())
-        return _result(
-            "mismatch", "a conversation differs with the segment cache on", counterexamples=[mismatch.report()]
-        )
+        detail = "a conversation differs with the segment cache on"
+        return _mismatch(run, detail, shown := mismatch.report(), counterexamples=[shown])
     if hits == 0:
         return _result(
             "mismatch", "no request was answered from the cache: a gate the cache took no part in proves nothing"
@@ -674,13 +659,10 @@ def _chat(run: _Run) -> Outcome:
             {"role": "assistant", "content": '<tool_call>{"name": "f"}</tool_call>'},
         ],
     ]
+    options = {"tokenize": True, "add_generation_prompt": True, "return_dict": False}
     for messages in conversations:
-        ours, theirs = (
-            answer_of(
-                tokenizer.apply_chat_template, messages, tokenize=True, add_generation_prompt=True, return_dict=False
-            )
-            for tokenizer in (run.accelerated, run.hf)
-        )
+        ours = answer_of(run.accelerated.apply_chat_template, messages, **options)
+        theirs = answer_of(run.hf.apply_chat_template, messages, **options)
         if ours != theirs:
             return _result(
                 "mismatch", f"chat template ids differ for {messages!r}: ours {str(ours)[:80]}, HF's {str(theirs)[:80]}"

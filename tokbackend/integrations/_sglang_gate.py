@@ -145,17 +145,11 @@ def _post(url: str, body: dict[str, Any]) -> Any:
         return text
 
 
-def answers(
-    url: str, prompts: dict[str, str], chat_bodies: dict[str, dict[str, Any]], new_tokens: int = 8
-) -> dict[str, Any]:
-    """Everything the gate compares, from one server."""
+def answers(url: str, prompts: dict[str, str], chat_bodies: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Everything the gate compares, from one server: 8 greedy tokens after each prompt."""
     found: dict[str, Any] = {}
     for name, text in prompts.items():
-        body = {
-            "text": text,
-            "sampling_params": {"temperature": 0, "max_new_tokens": new_tokens},
-            "logprob_start_len": 0,
-        }
+        body = {"text": text, "sampling_params": {"temperature": 0, "max_new_tokens": 8}, "logprob_start_len": 0}
         result = _post(url + "/generate", {**body, "return_logprob": True})
         meta = result["meta_info"]
         found[name] = {
@@ -179,8 +173,7 @@ def first_token_seconds(url: str, prompts: list[str]) -> list[float]:
     """Seconds from request to answer for each prompt with one new token: the time to first
     token a user sees. The server's prefix cache is flushed first (a server shared by several
     gates has seen these prompts) and the prompts are distinct, so none is served from it."""
-    with urllib.request.urlopen(url + "/flush_cache", timeout=60):
-        pass
+    urllib.request.urlopen(url + "/flush_cache", timeout=60).close()
     seconds = []
     for text in prompts:
         started = time.perf_counter()
