@@ -111,6 +111,21 @@ def test_an_encode_handed_to_hf_is_timed_as_hf_once(accelerated):
     assert 0 < histogram < 60
 
 
+def test_the_encode_histogram_buckets_step_1_2_5_from_10_microseconds_to_1_second(accelerated):
+    """A dashboard selects a bucket by its `le` label: each bound reads as its decimal literal."""
+    accelerated.encode("hello world")
+    [histogram] = [
+        metric for metric in prometheus_client.REGISTRY.collect() if metric.name == "tokbackend_encode_seconds"
+    ]
+    labels = [
+        entry.labels["le"]
+        for entry in histogram.samples
+        if entry.name.endswith("_bucket") and entry.labels["path"] == "fast"
+    ]
+    decades = ["1e-05", "2.5e-05", "5e-05", "0.0001", "0.00025", "0.0005", "0.001", "0.0025", "0.005"]
+    assert labels == [*decades, "0.01", "0.025", "0.05", "0.1", "0.25", "0.5", "1.0", "+Inf"]
+
+
 class Unloadable(GigatokenBackend):
     name = "unloadable"
 
