@@ -121,7 +121,6 @@ def build_parser() -> argparse.ArgumentParser:
     guard.add_argument(
         "--output",
         "--output-dir",
-        dest="output",
         metavar="DIR",
         help=f"where to write the record (default: the tokbackend cache); bake DIR into an image and set "
         f"{BAKED_RECORDS_ENV}=DIR",

@@ -417,8 +417,9 @@ def _scan(run: _Run) -> Outcome:
         template, code_point = example
         text = template.format(chr(code_point))
         expected, actual = hf_batch([text])[0], accelerated_batch([text])[0]
-        shown = f"counterexample: {text!r} (U+{code_point:04X} in context {template!r}): HF {expected}, accelerated "
-        return _mismatch(run, detail, f"{shown}{actual}", counterexample=text, **data)
+        where = f"{text!r} (U+{code_point:04X} in context {template!r})"
+        shown = f"counterexample: {where}: HF {expected}, accelerated {actual}"
+        return _mismatch(run, detail, shown, counterexample=text, **data)
     return _passed(answered, "the scan's texts", detail, **data)
 
 
@@ -510,8 +511,8 @@ def _arguments(run: _Run) -> Outcome:
         run.seed or None,
     )
     if mismatch is not None:
-        detail = f"a call differs from HF's: {mismatch.text!r}"
-        return _mismatch(run, detail, shown := mismatch.report(), counterexamples=[shown])
+        shown = mismatch.report()
+        return _mismatch(run, f"a call differs from HF's: {mismatch.text!r}", shown, counterexamples=[shown])
     texts = ["Hello, world!", "x <|im_end|> y " + "\u4e2d\u6587 " * 5, ""]
     plain_calls = {"one text": texts[0], "a batch": texts, "an empty text": texts[2]}
     for name, text in plain_calls.items():
@@ -634,8 +635,8 @@ def _segments(run: _Run) -> Outcome:
     cache_stats = cached.tokbackend.stats()["segment_cache"]
     hits, prefix_hits = cache_stats["hits"], cache_stats["prefix_hits"]
     if mismatch is not None:
-        detail = "a conversation differs with the segment cache on"
-        return _mismatch(run, detail, shown := mismatch.report(), counterexamples=[shown])
+        shown = mismatch.report()
+        return _mismatch(run, "a conversation differs with the segment cache on", shown, counterexamples=[shown])
     if hits == 0:
         return _result(
             "mismatch", "no request was answered from the cache: a gate the cache took no part in proves nothing"
