@@ -63,6 +63,22 @@ def test_stats_is_a_read_only_typed_view_that_reads_as_a_mapping(fast_tokenizer)
     assert type(plain) is dict and plain == dict(stats) and json.loads(json.dumps(plain)) == plain
 
 
+def test_the_counts_of_threads_that_ended_and_of_those_alive_add_up():
+    import threading
+
+    from tokbackend._stats import AccelerationStats
+
+    counters = AccelerationStats()
+    for texts in (2, 3):  # each thread's cells are folded into the totals when the next thread counts
+        thread = threading.Thread(target=counters.record_fast, args=(texts, True))
+        thread.start()
+        thread.join()
+    counters.record_fast(5)
+    counters.record_fast(1, as_arrays=True)
+    counts = counters.snapshot()
+    assert (counts["fast_calls"], counts["fast_texts"], counts["fast_texts_as_arrays"]) == (4, 11, 6)
+
+
 def test_slow_or_foreign_objects_are_refused():
     with pytest.raises(TypeError, match="transformers tokenizer"):
         tokbackend.accelerate("qwen3")

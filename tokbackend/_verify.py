@@ -208,12 +208,9 @@ class _Run:
 
     def accelerate(self, tokenizer: Tokenizer, **options: Any) -> Tokenizer:
         """Another accelerated tokenizer on the verified lane, with verify's guard settings."""
-        import tokbackend
+        from tokbackend._tokenizer import accelerate
 
-        accelerated: Tokenizer = tokbackend.accelerate(
-            tokenizer, backend=self.lane.name, guard=self.guard_config, **options
-        )
-        return accelerated
+        return accelerate(tokenizer, backend=self.lane.name, guard=self.guard_config, **options)
 
     def hypothesis_settings(self) -> settings:
         """The profile, capped by --examples and --quick, random where a seed is given."""
