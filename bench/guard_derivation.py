@@ -37,7 +37,7 @@ def _child(family: str, vocabulary: str, backend: str, full: bool) -> dict:
     import time
 
     from tokbackend._guard import guard_versions
-    from tokbackend._guard.derive import derive_fast, derive_record
+    from tokbackend._guard.derive import derive_record
     from tokbackend._guard.records import record_key
     from tokbackend._guard.scan import from_ranges
     from tokbackend.backends import BackendUnavailableError, backend_class
@@ -51,13 +51,11 @@ def _child(family: str, vocabulary: str, backend: str, full: bool) -> dict:
         return {"unavailable": str(error)}
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     started = time.perf_counter()
-    derive = derive_record if full else derive_fast
-    record = derive(
-        tokenizer_json,
-        kind.guard_family,
-        lambda text: kind(text, kind.options_for_scanning()),
+    record = derive_record(
         record_key(tokenizer_json, kind.guard_family),
+        lambda text: kind(text, kind.options_for_scanning()),
         guard_versions(tuple(kind.versioned_libraries)),
+        full=full,
     )
     return {
         "seconds": time.perf_counter() - started,
@@ -128,10 +126,9 @@ def _bound_child(case: str, backend: str) -> dict:
     import time
 
     from tokbackend import _guard as guard
-    from tokbackend._guard.bound import resident_bytes
-    from tokbackend._guard.derive import derive_fast
+    from tokbackend._guard.derive import derive_record
     from tokbackend._guard.records import record_key
-    from tokbackend._guard.scan import from_ranges
+    from tokbackend._guard.scan import from_ranges, resident_bytes
     from tokbackend.backends import BackendUnavailableError, backend_class
 
     tokenizer_json = _bound_tokenizer_json(case)
@@ -144,11 +141,9 @@ def _bound_child(case: str, backend: str) -> dict:
     _reset_peak_resident()
     resident, wall, cpu = resident_bytes(), time.perf_counter(), time.process_time()
     try:
-        record = derive_fast(
-            tokenizer_json,
-            kind.guard_family,
-            lambda text: kind(text, kind.options_for_scanning()),
+        record = derive_record(
             record_key(tokenizer_json, kind.guard_family),
+            lambda text: kind(text, kind.options_for_scanning()),
             guard.guard_versions(tuple(kind.versioned_libraries)),
             budget=guard.DERIVATION_BUDGET,
         )
@@ -216,9 +211,8 @@ def _full_scans(family: str, vocabulary: str) -> dict:
     find for each, in a quarter of the time of one derivation per backend)."""
     import time
 
-    from tokbackend._guard.boundaries import boundary_tokenizer_json
     from tokbackend._guard.contexts import derive_contexts
-    from tokbackend._guard.derive import _hf_encoder, code_points_to_scan, core_contexts
+    from tokbackend._guard.derive import _hf_encoder, boundary_tokenizer_json, code_points_to_scan, core_contexts
     from tokbackend._guard.scan import scan
     from tokbackend.backends import BackendUnavailableError, backend_class
     from tokbackend.equivalence.families import build_family

@@ -240,10 +240,10 @@ def finish_without_package_data(monkeypatch) -> None:
     Unicode history: FileNotFoundError), the failure the packaging issue met after start-up."""
     from tokbackend._guard import derive
 
-    def derive_fast(*args, **kwargs):
+    def derive_record(*args, **kwargs):
         raise FileNotFoundError("planted: no Unicode history in this install")
 
-    monkeypatch.setattr(derive, "derive_fast", derive_fast)
+    monkeypatch.setattr(derive, "derive_record", derive_record)
 
 
 def eager_build_in_every_process(monkeypatch, plugin) -> None:

@@ -268,7 +268,7 @@ def test_a_call_that_started_before_a_rebuild_finishes_on_the_build_it_started_w
     construction). The call must finish on its own build's splitter, cache and routing. (The
     shape before builds were immutable reset the splitter to None at the start of a rebuild; a
     call there failed with AttributeError, counted as backend_error with a WARNING.)"""
-    from tokbackend._segments import SegmentCache, splitter
+    from tokbackend._segments import AddedTokenSplitter, SegmentCache
 
     hf, _ = fresh_pair
     fast = tokbackend.accelerate(hf, "gigatoken", segment_cache_steps_aside=False)
@@ -276,7 +276,7 @@ def test_a_call_that_started_before_a_rebuild_finishes_on_the_build_it_started_w
     expected = hf.encode(text)
     in_call, rebuilding, call_done = threading.Event(), threading.Event(), threading.Event()
     waited_out: list[bool] = []
-    consulted, for_tokenizer_json = SegmentCache.consulted, splitter.AddedTokenSplitter.for_tokenizer_json.__func__
+    consulted, for_tokenizer_json = SegmentCache.consulted, AddedTokenSplitter.for_tokenizer_json.__func__
 
     def held_consulted(self, texts):
         if threading.current_thread().name == "caller":
@@ -293,7 +293,7 @@ def test_a_call_that_started_before_a_rebuild_finishes_on_the_build_it_started_w
         return for_tokenizer_json(cls, tokenizer_json)
 
     monkeypatch.setattr(SegmentCache, "consulted", held_consulted)
-    monkeypatch.setattr(splitter.AddedTokenSplitter, "for_tokenizer_json", classmethod(held_for_tokenizer_json))
+    monkeypatch.setattr(AddedTokenSplitter, "for_tokenizer_json", classmethod(held_for_tokenizer_json))
     results: dict[str, list[int]] = {}
 
     def call() -> None:

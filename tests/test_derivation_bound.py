@@ -1,4 +1,4 @@
-"""The bound on a guard derivation where it serves (`tokbackend._guard.bound`): a backend wrong on
+"""The bound on a guard derivation where it serves (`tokbackend._guard.scan`): a backend wrong on
 ASCII is refused before anything past ASCII is scanned, a derivation past its time or its memory
 is cut off and writes no record (the backend is then not exact here, and HuggingFace serves), the
 offline derivation is not bounded, and a record is found only for what its content depends on.
@@ -17,9 +17,9 @@ from defects import DropsOnAsciiLetters, allocates_when_scanning, allocates_whil
 import tokbackend
 from tokbackend import _cli as cli
 from tokbackend import _guard as guard_module
-from tokbackend._guard import GuardSettings, bound, derive, records
-from tokbackend._guard.bound import DerivationBudget, DerivationMeter, DerivationOverBudget
+from tokbackend._guard import GuardSettings, derive, records
 from tokbackend._guard.records import find_record, model_fingerprint, pipeline_fingerprint, record_key, write_record
+from tokbackend._guard.scan import UNBOUNDED, DerivationBudget, DerivationMeter, DerivationOverBudget
 from tokbackend.backends import backend_class
 from tokbackend.equivalence.changes import CHANGES
 from tokbackend.equivalence.families import build_family
@@ -138,7 +138,7 @@ def test_the_planted_slow_derivation_runs_on_without_the_bound(unseen, hand_cloc
     slow = slow_to_scan(hand_clock.advance, 0.1)
     register_for_test(slow.name, slow)
     fast = tokbackend.accelerate(
-        fresh_qwen3(), slow.name, guard=_unshipped(tmp_path, budget=_clocked(hand_clock, bound.UNBOUNDED))
+        fresh_qwen3(), slow.name, guard=_unshipped(tmp_path, budget=_clocked(hand_clock, UNBOUNDED))
     )
     assert fast.tokbackend.fast_path_enabled
     assert hand_clock.now > 10 and len(_records(unseen)) == 1
@@ -218,11 +218,9 @@ def test_the_offline_derivation_is_not_bounded(unseen, hand_clock, register_for_
     kind = backend_class(slow.name)
     started = hand_clock.now
     full = derive.derive_record(
-        text,
-        kind.guard_family,
-        lambda json_text: kind(json_text, kind.options_for_scanning()),
         record_key(text, "gigatoken"),
-        FAKE_VERSIONS, code_points=STABLE + list(range(0x323B0, 0x32400)),
+        lambda json_text: kind(json_text, kind.options_for_scanning()),
+        FAKE_VERSIONS, code_points=STABLE + list(range(0x323B0, 0x32400)), full=True,
     )  # fmt: skip
     assert hand_clock.now - started > 10 and full["code_points"]
 
@@ -238,11 +236,9 @@ def _sentencepiece() -> str:
 
 def _model_record(tokenizer_json: str, directory) -> dict:
     kind = backend_class("gigatoken")
-    record = derive.derive_fast(
-        tokenizer_json,
-        "gigatoken",
-        lambda text: kind(text, kind.options_for_scanning()),
+    record = derive.derive_record(
         record_key(tokenizer_json, "gigatoken"),
+        lambda text: kind(text, kind.options_for_scanning()),
         FAKE_VERSIONS,
         code_points=STABLE,
     )

@@ -18,10 +18,10 @@ import tokbackend
 from tokbackend import FastPathError
 from tokbackend import _guard as guard_module
 from tokbackend._guard import GuardSettings, UnicodeGuard, model_fingerprint
-from tokbackend._guard.contexts import ScanContext, derive_contexts
+from tokbackend._guard.contexts import derive_contexts
 from tokbackend._guard.derive import core_contexts, run_oracles
 from tokbackend._guard.records import BAKED_RECORDS_ENV, find_record, pipeline_fingerprint, record_key, write_record
-from tokbackend._guard.scan import from_ranges, plane_code_points, scan
+from tokbackend._guard.scan import ScanContext, from_ranges, plane_code_points, scan
 from tokbackend.backends import backend_class
 from tokbackend.backends._hf import HFBackend
 from tokbackend.equivalence.corpus import prompt_text
@@ -96,7 +96,7 @@ def test_contexts_follow_each_pattern():
     assert {"e{0}\u0334", "a\u0345{0}"} <= templates["qwen"]
     without_nfc = json.loads(_json(tokbackend.load_hf("qwen3")))
     without_nfc["normalizer"] = None
-    assert not [context for context in derive_contexts(without_nfc) if context.family == "normalizer"]
+    assert not [context for context in derive_contexts(json.dumps(without_nfc)) if context.family == "normalizer"]
 
 
 def test_legacy_contexts_miss_the_contraction_class_the_derived_contexts_find():
@@ -253,7 +253,7 @@ def test_the_same_vocabulary_built_another_way_finds_the_shipped_record(monkeypa
     from tokbackend._guard import derive
     from tokbackend.equivalence.families import build_family
 
-    monkeypatch.setattr(derive, "derive_fast", lambda *args, **kwargs: pytest.fail("derived although a record ships"))
+    monkeypatch.setattr(derive, "derive_record", lambda *args, **kwargs: pytest.fail("derived although a record ships"))
     monkeypatch.setenv("TOKBACKEND_CACHE_DIR", str(tmp_path))
     for backend in ("gigatoken", "fastokens"):
         fast = tokbackend.accelerate(build_family("qwen3", "real"), backend)
@@ -263,7 +263,7 @@ def test_the_same_vocabulary_built_another_way_finds_the_shipped_record(monkeypa
 def test_accelerate_runs_no_scan_with_a_shipped_record(hf_tokenizer, monkeypatch):
     from tokbackend._guard import derive
 
-    monkeypatch.setattr(derive, "derive_fast", lambda *args, **kwargs: pytest.fail("derived although a record ships"))
+    monkeypatch.setattr(derive, "derive_record", lambda *args, **kwargs: pytest.fail("derived although a record ships"))
     fast = tokbackend.accelerate(hf_tokenizer, "gigatoken")
     assert fast.tokbackend.stats()["guard_record"].startswith(str(guard_module.records.SHIPPED_RECORDS))
     assert "matched by pipeline" in fast.tokbackend.stats()["guard"]
@@ -278,7 +278,7 @@ def test_a_baked_record_is_used_without_a_scan(fresh_pair, monkeypatch, tmp_path
     write_record(baked, tmp_path / "baked")
     monkeypatch.setattr(guard_module, "guard_versions", lambda libraries: FAKE_VERSIONS)
     monkeypatch.setattr(
-        derive, "derive_fast", lambda *args, **kwargs: pytest.fail("derived although a record was baked")
+        derive, "derive_record", lambda *args, **kwargs: pytest.fail("derived although a record was baked")
     )
     monkeypatch.setenv(BAKED_RECORDS_ENV, str(tmp_path / "baked"))
     monkeypatch.setenv("TOKBACKEND_CACHE_DIR", str(tmp_path / "cache"))
@@ -334,9 +334,7 @@ def _fast(tokenizer_json: str, backend: str, **kwargs) -> dict:
     kind = backend_class(backend)
     build = lambda text: kind(text, kind.options_for_scanning())  # noqa: E731
     key = record_key(tokenizer_json, kind.guard_family)
-    return derive.derive_fast(
-        tokenizer_json, kind.guard_family, build, key, guard_versions(kind.versioned_libraries), **kwargs
-    )
+    return derive.derive_record(key, build, guard_versions(kind.versioned_libraries), **kwargs)
 
 
 @pytest.mark.parametrize("backend", ["gigatoken", "fastokens"])
@@ -370,13 +368,13 @@ def test_a_fast_derivation_that_misses_a_class_is_caught(defect, backend, monkey
     """Planted defects in the candidates: without the case relatives of the pattern's letters
     (fastokens' U+017F), without the runs of changed code points (gigatoken's letters), or with
     representatives that speak for nothing but themselves: the comparison above fails."""
-    from tokbackend._guard import candidates, derive
+    from tokbackend._guard import contexts, derive
 
     if defect == "no case relatives":
-        real = candidates.rule_sensitive
-        monkeypatch.setattr(candidates, "rule_sensitive", lambda name: [] if name.startswith("case") else real(name))
+        real = contexts.rule_sensitive
+        monkeypatch.setattr(contexts, "rule_sensitive", lambda name: [] if name.startswith("case") else real(name))
     elif defect == "no changed runs":
-        monkeypatch.setattr(candidates, "changed_runs", lambda: [])
+        monkeypatch.setattr(contexts, "changed_runs", lambda: [])
     else:
         monkeypatch.setattr(derive, "_spread_over_runs", lambda report, runs: (report, []))
     record = _fast(_json(tokbackend.load_hf("qwen3.6")), backend)
@@ -403,9 +401,7 @@ def test_the_fast_derivation_equals_the_full_scan_on_every_pipeline(family):
         for vocabulary in ("real", "small"):
             text = build_family(family, vocabulary).backend_tokenizer.to_str()
             build = lambda json_text, kind=kind: kind(json_text, kind.options_for_scanning())  # noqa: E731
-            full = derive_record(
-                text, backend, build, record_key(text, backend), guard_versions(kind.versioned_libraries)
-            )
+            full = derive_record(record_key(text, backend), build, guard_versions(kind.versioned_libraries), full=True)
             assert from_ranges(_fast(text, backend)["code_points"]) == from_ranges(full["code_points"]), (
                 family,
                 backend,

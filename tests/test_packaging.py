@@ -118,7 +118,7 @@ def test_the_check_fails_on_a_wheel_that_dropped_a_data_file(wheel_names):
     # planted defect: the wheel of the 2026-12-02 bug, built without guard/unicode_history.json
     dropped = {name for name in wheel_names if not name.endswith("unicode_history.json")}
     missing = missing_from_wheel(data_files_read(), dropped)
-    assert missing == ["tokbackend/_guard/unicode_history.json (read by candidates.py)"]
+    assert missing == ["tokbackend/_guard/unicode_history.json (read by contexts.py)"]
     no_records = {name for name in wheel_names if "/shipped/" not in name}
     assert missing_from_wheel(data_files_read(), no_records) == ["tokbackend/_guard/shipped (read by records.py)"]
 

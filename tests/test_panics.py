@@ -116,10 +116,10 @@ def panicking_derivation(monkeypatch, tmp_path) -> GuardSettings:
     """No record for any pipeline (the guard settings returned read shipped records from an empty
     directory), and every guard derivation panics when it records."""
 
-    def derive_fast(*arguments, **keywords):
+    def derive_record(*arguments, **keywords):
         raise rust_panic("stack overflow in the scan (planted)")
 
-    monkeypatch.setattr(derive, "derive_fast", derive_fast)
+    monkeypatch.setattr(derive, "derive_record", derive_record)
     return GuardSettings(shipped_records=tmp_path / "no-shipped-records")
 
 

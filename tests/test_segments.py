@@ -16,8 +16,7 @@ from defects import CutsAnywhere, OffByOne, ShortestFirst, memo_one_id_short, se
 from hypothesis import Phase, settings
 
 import tokbackend
-from tokbackend._segments import DEFAULT_SEGMENT_CACHE_MIB
-from tokbackend._segments.cache import SegmentCache
+from tokbackend._segments import DEFAULT_SEGMENT_CACHE_MIB, SegmentCache
 from tokbackend.equivalence.conversations import conversations, guarded_sample, turn_by_turn
 from tokbackend.equivalence.differential import find_mismatch
 

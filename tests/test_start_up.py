@@ -16,7 +16,7 @@ from defects import finish_without_package_data
 import tokbackend
 from tokbackend import _guard as guard_module
 from tokbackend._guard import GuardSettings, derive
-from tokbackend._guard.candidates import candidate_runs, run_around, sample
+from tokbackend._guard.contexts import candidate_runs, run_around, sample
 from tokbackend._guard.derive import FULL_PLANES, _hf_encoder
 from tokbackend._guard.records import record_key
 from tokbackend.backends import backend_class
@@ -56,7 +56,7 @@ def test_an_unseen_pipeline_is_served_with_its_exact_guard_from_the_first_call(q
 def test_the_guard_module_derives_nothing_with_a_record(qwen3, monkeypatch):
     """With a shipped record no derivation starts at all."""
     monkeypatch.setattr(
-        guard_module.derive, "derive_fast", lambda *args, **kwargs: pytest.fail("derived with a record")
+        guard_module.derive, "derive_record", lambda *args, **kwargs: pytest.fail("derived with a record")
     )
     fast = tokbackend.accelerate(qwen3, "gigatoken")
     assert fast.tokbackend.stats()["start_up"]["phase"] == "final" and "shipped" in fast.tokbackend.stats()["guard"]
@@ -189,7 +189,7 @@ def test_the_screen_on_the_served_tokenizer_sees_what_its_own_instances_see(monk
         monkeypatch.setattr(derive, "run_around", lambda point: runs.append(run_around(point)) or runs[-1])
         with pytest.raises(ScansBegin):
             key = record_key(tokenizer_json, "gigatoken")
-            derive.derive_fast(tokenizer_json, "gigatoken", scans_begin, key, {}, served=served)
+            derive.derive_record(key, scans_begin, {}, served=served)
         assert len(built) == 1  # the scans' HuggingFace encoder alone: the screen used the served encoders
         return {point for low, high in runs for point in range(low, high + 1)}
 

@@ -308,8 +308,7 @@ def test_an_unknown_option_prints_verifys_own_usage(capsys):
 
 def test_counts_read_in_the_singular_and_the_plural():
     from tokbackend._guard import UnicodeGuard
-    from tokbackend._guard.contexts import ScanContext
-    from tokbackend._guard.scan import ScanReport
+    from tokbackend._guard.scan import ScanContext, ScanReport
     from tokbackend._wording import counted
 
     assert (counted(1, "code point"), counted(0, "code point"), counted(2, "class", "classes")) == (

@@ -1,4 +1,4 @@
-"""Regenerates tokbackend/_guard/unicode_history.json (see tokbackend/_guard/candidates.py) in this
+"""Regenerates tokbackend/_guard/unicode_history.json (see tokbackend/_guard/contexts.py) in this
 checkout, from this interpreter's UCD and each version's `unicodedata2` installed side by side
 (`pip install --target DIR/unicodedata2-X unicodedata2==X`), the newest last:
 

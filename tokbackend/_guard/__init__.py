@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, cast
 import numpy as np
 
 from tokbackend._cache_dir import kept_in_cache
-from tokbackend._guard.bound import DerivationBudget, GuardUnavailableError
 from tokbackend._guard.records import (
     SHIPPED_RECORDS,
     derivation_lock,
@@ -27,7 +26,7 @@ from tokbackend._guard.records import (
     record_key,
     write_record,
 )
-from tokbackend._guard.scan import from_ranges
+from tokbackend._guard.scan import DerivationBudget, GuardUnavailableError, from_ranges
 from tokbackend._wording import counted
 
 if TYPE_CHECKING:
@@ -142,7 +141,7 @@ def load_guard(
 ) -> UnicodeGuard:
     """The guard for this tokenizer and backend class `kind` under `mode` ("derive", "refuse" or "off").
 
-    `served`: the served pair's encode, for the screen (`derive_fast`). Raises GuardUnavailableError
+    `served`: the served pair's encode, for the screen (`derive_record`). Raises GuardUnavailableError
     where no guard can be had: "refuse" without a record, `refuses()` saying why, or a derivation
     refused or past `settings.budget` (then nothing is written).
     """
@@ -164,7 +163,7 @@ def load_guard(
         )
     if refuses is not None and (refused := refuses()) is not None:
         raise GuardUnavailableError(f"Unicode divergence guard for backend {family!r} not derived: {refused}")
-    from tokbackend._guard.derive import derive_fast, scanning_instances
+    from tokbackend._guard.derive import derive_record, scanning_instances
 
     with derivation_lock(cache_dir, key):
         record, _ = find_record(key, cache_dir, versions, settings.shipped_records)
@@ -173,11 +172,9 @@ def load_guard(
             return written_guard(record)
         logger.warning("deriving the Unicode divergence guard for backend %s (%s); a one-time scan", family, why)
         try:
-            record = derive_fast(
-                tokenizer_json,
-                family,
-                scanning_instances(kind),
+            record = derive_record(
                 key,
+                scanning_instances(kind),
                 versions,
                 code_points=settings.code_points,
                 budget=settings.budget,
@@ -188,9 +185,8 @@ def load_guard(
             logger.warning("%s", error)
             raise
         derived = {**record, "matched": "derived here"}
-        guard = kept_in_cache(cache_dir, lambda: written_guard(derived, cache_dir / "guards"))
-        if guard is None:  # serves from memory; the next process derives it again
-            guard = written_guard(derived)
+        # where the cache cannot be written, it serves from memory; the next process derives it again
+        guard = kept_in_cache(cache_dir, lambda: written_guard(derived, cache_dir / "guards")) or written_guard(derived)
     logger.warning(
         "guard derived in %.1f s: %s, %s",
         record["scan_seconds"],

@@ -1,18 +1,29 @@
-"""Scan contexts derived from a tokenizer's own pre-tokenizer and normalizer.
+"""What a guard derivation scans: contexts drawn from a tokenizer's pipeline, and code points.
 
 A code point makes two engines disagree only next to a neighbour of another class, so each is put
 on both sides of every class and literal the split regex distinguishes, contractions, digit runs,
-whitespace and, for a composing normalizer, combining marks. Each context keeps its family.
+whitespace and, for a composing normalizer, combining marks (`derive_contexts`; each context keeps
+its family).
+
+The fast derivation scans, in every context, `candidate_runs`: runs of code points each engine
+reads alike, those whose properties changed between Unicode versions (14.0 to the newest), and
+single code points where the pipeline's rules can differ (case relatives, whitespace and format
+characters, combining marks). `sample` is the safety net over the rest; a divergence there widens
+the scan to the run around it (`run_around`).
 """
 
 from __future__ import annotations
 
-import dataclasses
+import functools
+import json
 import re
+import unicodedata
 from collections.abc import Iterator
 from types import MappingProxyType
 from typing import Any
 
+from tokbackend._guard.scan import ScanContext, from_ranges, plane_code_points
+from tokbackend._package_data import read_text
 from tokbackend._tokenizer_json import top_level_sections
 
 # Neighbours by class: (left, right) pairs are built from these.
@@ -24,17 +35,11 @@ _CONTRACTION = re.compile(r"'([A-Za-z]{1,3})(?=[|)])")
 _CASE_CLASSES = re.compile(r"\\p\{(Lu|Ll|Lt|Lm|Lo)\}")
 _DIGIT_GROUP = re.compile(r"\\p\{N\}\{1,(\d)\}")
 _COMPOSING = frozenset({"NFC", "NFKC", "NFD", "NFKD"})
-
-
-@dataclasses.dataclass(frozen=True)
-class ScanContext:
-    """A template with `{0}` where the code point goes, and the family it tests."""
-
-    template: str
-    family: str
-
-    def format(self, character: str) -> str:
-        return self.template.format(character)
+_CASE_INSENSITIVE = re.compile(r"\(\?i:([^)]*)\)")
+# Every this many code points of the rest is scanned in the screen contexts: of the planes that
+# hold assigned characters, and of the planes whose properties the stability policy fixes.
+SAMPLE_STRIDE = 61
+FIXED_PLANES_STRIDE = 4099
 
 
 def pipeline_steps(tokenizer_json: dict[str, Any], section: str) -> Iterator[dict[str, Any]]:
@@ -77,11 +82,9 @@ def _family(family: str, *templates: str) -> list[ScanContext]:
     return [ScanContext(template, family) for template in templates]
 
 
-def derive_contexts(tokenizer_json: str | dict[str, Any]) -> list[ScanContext]:
+def derive_contexts(tokenizer_json: str) -> list[ScanContext]:
     """The scan contexts for one tokenizer (see the module docstring for why they cover it)."""
-    spec = (
-        top_level_sections(tokenizer_json) if isinstance(tokenizer_json, str) else tokenizer_json
-    )  # vocabulary unparsed
+    spec = top_level_sections(tokenizer_json)  # its vocabulary unparsed
     pattern = "|".join(split_patterns(spec))
     contexts = [ScanContext("{0}", "alone")]
 
@@ -127,3 +130,79 @@ def derive_contexts(tokenizer_json: str | dict[str, Any]) -> list[ScanContext]:
     for context in contexts:
         unique.setdefault(context.template, context)
     return list(unique.values())
+
+
+@functools.cache
+def history() -> dict[str, Any]:
+    """The shipped table `unicode_history.json` (`tools/unicode_history.py` regenerates it)."""
+    table: dict[str, Any] = json.loads(read_text("tokbackend._guard", "unicode_history.json"))
+    return table
+
+
+def changed_runs() -> list[tuple[int, int]]:
+    """Runs (first, last) of code points whose properties changed between the versions."""
+    return [tuple(run) for run in history()["changed_runs"]]
+
+
+def rule_sensitive(name: str) -> list[int]:
+    """Code points where engines' rules can differ: "whitespace_like", "combining_marks", or
+    "case_relatives:<letter>" (code points whose case mappings or folding involve <letter>)."""
+    table = history()
+    if name.startswith("case_relatives:"):
+        relatives: dict[str, list[int]] = table["case_relatives"]
+        return relatives.get(name.partition(":")[2], [])
+    return [code_point for first, last in table[name] for code_point in range(first, last + 1)]
+
+
+def candidate_runs(tokenizer_json: str) -> list[tuple[int, int]]:
+    """Runs of code points to scan in every context (see the module docstring)."""
+    spec = top_level_sections(tokenizer_json)  # its vocabulary unparsed
+    runs = list(changed_runs())
+    singles: set[int] = set(rule_sensitive("whitespace_like"))
+    groups = [group for pattern in split_patterns(spec) for group in _CASE_INSENSITIVE.findall(pattern)]
+    # the ASCII letters the pattern matches case-insensitively
+    letters = {
+        character.lower() for group in groups for character in group if character.isalpha() and character.isascii()
+    }
+    for letter in sorted(letters):
+        singles.update(rule_sensitive(f"case_relatives:{letter}"))
+    if composes(spec):
+        singles.update(rule_sensitive("combining_marks"))
+    runs += [(code_point, code_point) for code_point in sorted(singles - from_ranges(runs))]
+    return sorted(runs)
+
+
+def representatives(run: tuple[int, int]) -> tuple[int, ...]:
+    """The first, middle and last code point of a run (fewer for a run that short)."""
+    first, last = run
+    return tuple(sorted({first, (first + last) // 2, last}))
+
+
+def sample(planes: tuple[int, ...], runs: list[tuple[int, int]], stride: int = SAMPLE_STRIDE) -> list[int]:
+    """Every `stride`-th code point of `planes` outside `runs` (surrogates left out)."""
+    covered = from_ranges(runs)
+    return [code_point for code_point in plane_code_points(planes, stride) if code_point not in covered]
+
+
+def run_around(code_point: int, limit: int = 4096) -> tuple[int, int]:
+    """The code points around `code_point` (at most `limit` each side) of its category,
+    combining class and decomposition type."""
+
+    def kind(point: int) -> tuple[str, int, str] | None:
+        if 0xD800 <= point <= 0xDFFF or not 0 <= point < 0x110000:
+            return None
+        character = chr(point)
+        return (
+            unicodedata.category(character),
+            unicodedata.combining(character),
+            unicodedata.decomposition(character)[:1],
+        )
+
+    own = kind(code_point)
+    first = code_point
+    while first > code_point - limit and kind(first - 1) == own:
+        first -= 1
+    last = code_point
+    while last < code_point + limit and kind(last + 1) == own:
+        last += 1
+    return first, last

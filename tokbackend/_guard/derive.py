@@ -1,30 +1,52 @@
-"""Deriving a guard record: the fast derivation a fresh replica runs, and the full scan.
+"""Deriving a guard record (`derive_record`): the fast derivation a fresh replica runs, and the full scan.
 
 Two oracles compare a backend with HuggingFace: "boundaries" (byte-level BPE only: a pipeline
-record) and "ids", the model's own vocabulary (a model record). `derive_fast` scans where engines
-can differ (`candidates`) and screens a sample of the rest; `derive_record`, offline, scans the
-planes with assigned characters and screens the others. Both first refuse a backend wrong on ASCII.
+record) and "ids", the model's own vocabulary (a model record). The fast derivation scans where
+engines can differ (`candidate_runs`) and screens a sample of the rest; the full one, offline, scans
+the planes with assigned characters and screens the others. Both first refuse a backend wrong on ASCII.
 """
 
 from __future__ import annotations
 
 import datetime
 import functools
+import json
 import time
 from collections.abc import Callable, Sequence
 
-from tokbackend._guard.bound import UNBOUNDED, DerivationBudget, DerivationMeter, GuardUnavailableError
-from tokbackend._guard.boundaries import boundary_tokenizer_json
-from tokbackend._guard.candidates import FIXED_PLANES_STRIDE, candidate_runs, representatives, run_around, sample
-from tokbackend._guard.contexts import ScanContext, derive_contexts
+from tokbackend._guard.contexts import (
+    FIXED_PLANES_STRIDE,
+    candidate_runs,
+    derive_contexts,
+    pipeline_steps,
+    representatives,
+    run_around,
+    sample,
+)
 from tokbackend._guard.records import RECORD_FORMAT, GuardRecord, RecordKey, describe_pipeline
-from tokbackend._guard.scan import ScanReport, from_ranges, plane_code_points, ranges, scan
+from tokbackend._guard.scan import (
+    UNBOUNDED,
+    DerivationBudget,
+    DerivationMeter,
+    GuardUnavailableError,
+    ScanContext,
+    ScanReport,
+    from_ranges,
+    plane_code_points,
+    ranges,
+    scan,
+)
+from tokbackend._tokenizer_json import model_settings, top_level_sections
 from tokbackend.backends._arrays import in_call_forms
 from tokbackend.backends._base import BackendClass, BatchEncoder, EncodeBackend
 
 FULL_PLANES = (0, 1, 2, 3, 14)
 SCREENED_PLANES = (4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15, 16)
 SCREEN_CONTEXTS = (ScanContext("a{0}'s {0}1", "screen"), ScanContext(" {0}{0}\u0301 \u0345{0}\u0334", "screen"))
+# the UTF-8 bytes the boundaries oracle's merges join
+_LEAD_BYTES = range(0xC2, 0xF5)
+_CONTINUATION_BYTES = range(0x80, 0xC0)
+_ASCII_BYTES = range(0x80)
 
 BackendBuilder = Callable[[str], EncodeBackend]  # tokenizer.json -> a backend (its encode_batch is used)
 Encoders = tuple[BatchEncoder, BatchEncoder]  # (HuggingFace's, a backend's)
@@ -33,6 +55,32 @@ Encoders = tuple[BatchEncoder, BatchEncoder]  # (HuggingFace's, a backend's)
 def scanning_instances(kind: BackendClass) -> BackendBuilder:
     """Builds a derivation's throw-away instances of `kind` (its options for scanning)."""
     return lambda text: kind(text, kind.options_for_scanning())
+
+
+def boundary_tokenizer_json(tokenizer_json: str) -> str | None:
+    """The "boundaries" oracle's tokenizer.json, or None where the model is not byte-level BPE: the
+    model's normalizer and pre-tokenizer with a BPE vocabulary whose only merges join a non-ASCII
+    character's edge bytes to its neighbours' within one pre-token, so that every pre-token
+    boundary next to one shows in the ids."""
+    sections = top_level_sections(tokenizer_json)
+    spec = {**sections, "model": model_settings(sections)}
+    steps = pipeline_steps(spec, "pre_tokenizer")
+    if (spec.get("model") or {}).get("type") != "BPE" or not any(step.get("type") == "ByteLevel" for step in steps):
+        return None
+    from transformers.convert_slow_tokenizer import bytes_to_unicode
+
+    mapping: dict[int, str] = bytes_to_unicode()  # type: ignore[no-untyped-call]  # untyped; GPT-2's byte map, as ByteLevel uses
+    vocab = {mapping[byte]: byte for byte in range(256)}
+    # an ASCII byte then a lead byte; a continuation byte then an ASCII or a lead byte (in this
+    # order: their ranks)
+    pairs = [(ascii_byte, lead) for ascii_byte in _ASCII_BYTES for lead in _LEAD_BYTES]
+    pairs += [(continuation, byte) for continuation in _CONTINUATION_BYTES for byte in (*_ASCII_BYTES, *_LEAD_BYTES)]
+    merges = [[mapping[first], mapping[second]] for first, second in pairs]
+    vocab.update({first + second: 256 + rank for rank, (first, second) in enumerate(merges)})
+    spec["model"] = {**spec["model"], "vocab": vocab, "merges": merges, "ignore_merges": False, "byte_fallback": False}
+    spec["added_tokens"] = []
+    spec["post_processor"] = None
+    return json.dumps(spec, ensure_ascii=False)
 
 
 def _hf_encoder(tokenizer_json: str) -> BatchEncoder:
@@ -87,10 +135,8 @@ def refuse_inexact_on_ascii(
     HuggingFace: no guard sends such a text to HuggingFace. `what`: for the message."""
     reference, candidate = encoders
     for context in [context for context in contexts if context.template.isascii()]:
-        found = scan(reference, {"backend": candidate}, [context], list(range(0x80)), meter=meter)["backend"].divergent[
-            context
-        ]
-        if not found:
+        report = scan(reference, {"backend": candidate}, [context], list(range(0x80)), meter=meter)["backend"]
+        if not (found := report.divergent[context]):
             continue
         # the code point in its context, alone or between line breaks (as `scan._culprits` frames it)
         text = context.format(chr(found[0]))
@@ -101,8 +147,7 @@ def refuse_inexact_on_ascii(
                 break
         raise GuardUnavailableError(
             f"{what}: not derived: the backend differs from HuggingFace on {example}, which no guard sends to "
-            f"HuggingFace; "
-            "no record written"
+            "HuggingFace; no record written"
         )
 
 
@@ -117,7 +162,7 @@ def run_oracles(
     tokenizer_json: str,
     build_backend: BackendBuilder,
     contexts: list[ScanContext] | None = None,
-    code_points: list[int] | None = None,
+    code_points: Sequence[int] | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, ScanReport]:
     """{"ids": report, "boundaries": report (where it applies)}; `code_points`: these, no screen."""
@@ -143,43 +188,32 @@ def run_oracles(
 
 
 def derive_record(
-    tokenizer_json: str,
-    backend_name: str,
-    build_backend: BackendBuilder,
     key: RecordKey,
-    versions: dict[str, str],
-    code_points: list[int] | None = None,
-    progress: Callable[[str], None] | None = None,
-) -> GuardRecord:
-    """The full scan: both oracles over every code point (see the module docstring)."""
-    contexts = derive_contexts(tokenizer_json)
-    started = time.perf_counter()
-    reports = run_oracles(tokenizer_json, build_backend, contexts, code_points, progress)
-    return _record(tokenizer_json, backend_name, key, versions, contexts, reports, "full", started)
-
-
-def derive_fast(
-    tokenizer_json: str,
-    backend_name: str,
     build_backend: BackendBuilder,
-    key: RecordKey,
     versions: dict[str, str],
     code_points: Sequence[int] | None = None,
     progress: Callable[[str], None] | None = None,
+    full: bool = False,
     budget: DerivationBudget = UNBOUNDED,
     served: Encoders | None = None,
     ascii_probed: bool = False,
 ) -> GuardRecord:
-    """The fast derivation: the screen of the sample, then every candidate run and the run around
-    each code point the screen found (`code_points`: these instead). `budget`: raises
-    DerivationOverBudget past it. `served`: this tokenizer's (HF, backend) encode, for the screen.
-    `ascii_probed`: the caller has refused a backend wrong on ASCII already."""
-    started = time.perf_counter()
-    what = f"the {backend_name} guard for {describe_pipeline(tokenizer_json)}"
+    """The record `key` names (its backend guard family, its tokenizer.json), for `versions`.
+
+    Fast: the screen of the sample, then every candidate run and the run around each code point the
+    screen found. `full`: both oracles over the planes `code_points_to_scan` gives. `code_points`:
+    these instead, in either. `budget` (fast only): raises DerivationOverBudget past it. `served`:
+    this tokenizer's (HF, backend) encode, for the screen. `ascii_probed`: the caller has refused a
+    backend wrong on ASCII already."""
+    started, tokenizer_json = time.perf_counter(), key.tokenizer_json
+    contexts = derive_contexts(tokenizer_json)
+    if full:
+        reports = run_oracles(tokenizer_json, build_backend, contexts, code_points, progress)
+        return _record(key, versions, contexts, reports, "full", started)
+    what = f"the {key.family} guard for {describe_pipeline(tokenizer_json)}"
     meter = DerivationMeter(budget, what)
     boundary_json = boundary_tokenizer_json(tokenizer_json)
     oracle = "ids" if boundary_json is None else "boundaries"
-    contexts = derive_contexts(tokenizer_json)
     own_encoders = functools.cache(lambda: _encoder_pair(boundary_json or tokenizer_json, build_backend))
 
     def scanned(
@@ -210,7 +244,7 @@ def derive_fast(
             for context, found in scanned(rest).divergent.items():
                 merged.divergent[context] = sorted({*merged.divergent.get(context, ()), *found})
         merged.scanned = len(chosen) + len(samples) + len(rest)
-    return _record(tokenizer_json, backend_name, key, versions, contexts, {oracle: merged}, "fast", started)
+    return _record(key, versions, contexts, {oracle: merged}, "fast", started)
 
 
 def _spread_over_runs(report: ScanReport, runs: list[tuple[int, int]]) -> tuple[ScanReport, list[tuple[int, int]]]:
@@ -235,8 +269,6 @@ def _spread_over_runs(report: ScanReport, runs: list[tuple[int, int]]) -> tuple[
 
 
 def _record(
-    tokenizer_json: str,
-    backend_name: str,
     key: RecordKey,
     versions: dict[str, str],
     contexts: list[ScanContext],
@@ -250,10 +282,10 @@ def _record(
     model_scope = boundaries is None or not set(union) <= boundaries
     return {
         "format": RECORD_FORMAT,
-        "backend": backend_name,
+        "backend": key.family,
         "scope": "model" if model_scope else "pipeline",
         "pipeline": key.pipeline,
-        "pipeline_description": describe_pipeline(tokenizer_json),
+        "pipeline_description": describe_pipeline(key.tokenizer_json),
         "model_fingerprint": key.model if model_scope else None,
         **({"vocabulary_fingerprint": key.vocabulary} if model_scope else {}),
         "applies_to": [versions],

@@ -9,9 +9,8 @@ import functools
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
-from tokbackend._guard import UnicodeGuard, guard_versions, written_guard
-from tokbackend._guard.bound import GuardUnavailableError
-from tokbackend._guard.derive import derive_fast, derive_record, scanning_instances
+from tokbackend._guard import GuardUnavailableError, UnicodeGuard, guard_versions, written_guard
+from tokbackend._guard.derive import derive_record, scanning_instances
 from tokbackend._guard.records import record_key
 from tokbackend.backends import backend_class
 from tokbackend.backends._base import BackendUnavailableError
@@ -40,20 +39,18 @@ def derive_records(
     >>> for derived in derive_records(tokenizer_json, ["gigatoken"], Path("baked")):  # doctest: +SKIP
     ...     print(derived.backend, derived.problem or derived.guard.record["path"])
     """
-    derive = derive_record if full else derive_fast
     for name in backends:
         kind = backend_class(name)
         if not kind.needs_unicode_guard:
             yield Derived(name)
             continue
         try:
-            record = derive(
-                tokenizer_json,
-                kind.guard_family,
-                scanning_instances(kind),
+            record = derive_record(
                 record_key(tokenizer_json, kind.guard_family),
+                scanning_instances(kind),
                 guard_versions(tuple(kind.versioned_libraries)),
                 progress=None if progress is None else functools.partial(progress, name),
+                full=full,
             )
         except BackendUnavailableError as error:
             yield Derived(name, problem=f"cannot serve this model ({error}); no record")

@@ -155,22 +155,16 @@ def find_record(
         if not any(directory.glob(f"{key.family}-*.json")):
             continue  # the model's fingerprint (costly) is read only where records of the family are
         for matched in ("pipeline", "model", "model, earlier format"):
-            # the names `write_record` gives the records `key` may match as `matched`, and what they hold
-            current, pipeline = (
-                {"format": RECORD_FORMAT, "pipeline": key.pipeline},
-                f"{key.family}-p{key.pipeline[:16]}-",
-            )
+            # what a record `key` may match as `matched` holds, and so its name (`_name_prefix`)
             if matched == "pipeline":
-                wanted, names = current, f"{pipeline}[!m]*.json"
+                wanted = {"format": RECORD_FORMAT, "pipeline": key.pipeline}
             elif matched == "model":
-                wanted = {**current, "model_fingerprint": key.model, "vocabulary_fingerprint": key.vocabulary}
-                names = f"{pipeline}m{key.model[:12]}-v{key.vocabulary[:12]}-*.json"
+                wanted = {"format": RECORD_FORMAT, "pipeline": key.pipeline, "scope": "model"}
+                wanted |= {"model_fingerprint": key.model, "vocabulary_fingerprint": key.vocabulary}
             else:
-                wanted, names = (
-                    {"format": LEGACY_FORMAT, "model_fingerprint": key.model},
-                    f"{key.family}-{key.model[:16]}-*.json",
-                )
-            for path in sorted(directory.glob(names)):
+                wanted = {"format": LEGACY_FORMAT, "model_fingerprint": key.model}
+            names = _name_prefix({"backend": key.family, **wanted}) + ("[!m]*" if matched == "pipeline" else "*")
+            for path in sorted(directory.glob(names + ".json")):
                 record = read_json_object(path, "guard record")
                 if record is None:
                     if directory == cache_dir / "guards":
@@ -189,20 +183,13 @@ def write_record(record: GuardRecord, directory: Path) -> Path:
     """Write atomically; a record that found what one in `directory` found adds its versions to it."""
     directory.mkdir(parents=True, exist_ok=True)
     record = {key: value for key, value in record.items() if key not in ("path", "matched", "matched_versions")}
-    if record.get("format") == LEGACY_FORMAT:
-        prefix = f"{record['backend']}-{record['model_fingerprint'][:16]}-"
-    else:
-        prefix = f"{record['backend']}-p{record['pipeline'][:16]}-"
-        if record.get("scope") == "model":
-            prefix += f"m{record['model_fingerprint'][:12]}-v{record['vocabulary_fingerprint'][:12]}-"
     # named by what the derivation found (and how), independent of when and on which versions
     found = {
         key: record.get(key) for key in ("backend", "scope", "pipeline", "model_fingerprint", "vocabulary_fingerprint")
     }
     found |= {key: record.get(key) for key in ("contexts", "code_points", "found_by")}
-    path = (
-        directory / f"{prefix}{hashlib.sha256(json.dumps(found, sort_keys=True).encode('utf-8')).hexdigest()[:8]}.json"
-    )
+    digest = hashlib.sha256(json.dumps(found, sort_keys=True).encode("utf-8")).hexdigest()[:8]
+    path = directory / f"{_name_prefix(record)}{digest}.json"
     existing = read_json_object(path, "guard record")
     if existing is not None:  # its labels ("families", "models") kept
         known = existing.get("applies_to", [])
@@ -212,6 +199,16 @@ def write_record(record: GuardRecord, directory: Path) -> Path:
         }
     write_json_object(path, record)
     return path
+
+
+def _name_prefix(record: dict[str, Any]) -> str:
+    """The start of the file name `write_record` gives `record`, and `find_record` looks for."""
+    if record.get("format") == LEGACY_FORMAT:
+        return f"{record['backend']}-{record['model_fingerprint'][:16]}-"
+    prefix = f"{record['backend']}-p{record['pipeline'][:16]}-"
+    if record.get("scope") == "model":
+        prefix += f"m{record['model_fingerprint'][:12]}-v{record['vocabulary_fingerprint'][:12]}-"
+    return prefix
 
 
 @contextlib.contextmanager
