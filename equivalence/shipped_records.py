@@ -18,7 +18,7 @@ from __future__ import annotations
 import sys
 
 from tokbackend._guard import guard_versions
-from tokbackend._guard.derive import derive_fast
+from tokbackend._guard.derive import derive_record
 from tokbackend._guard.records import SHIPPED_RECORDS, record_key, write_record
 from tokbackend._routing.auto import candidates
 from tokbackend.backends import BackendUnavailableError, backend_class
@@ -51,13 +51,7 @@ def main() -> None:
                 continue
             versions = guard_versions(tuple(kind.versioned_libraries))
             key = record_key(tokenizer_json, kind.guard_family)
-            record = derive_fast(
-                tokenizer_json,
-                kind.guard_family,
-                lambda text, kind=kind: kind(text, kind.options_for_scanning()),
-                key,
-                versions,
-            )
+            record = derive_record(key, lambda text, kind=kind: kind(text, kind.options_for_scanning()), versions)
             if record["scope"] != "pipeline":
                 continue  # the model's own vocabulary decides it: derived on the replica, per model
             path = write_record({**record, "families": label, "models": models}, SHIPPED_RECORDS)

@@ -140,9 +140,8 @@ def build_tokenizer_config(spec: QwenModelSpec, tokenizer_json: dict[str, Any]) 
     }
 
 
-_built_in_scratch: dict[
-    Path, Path
-] = {}  # a built-in model's folder in an unwritable cache -> its copy in scratch_dir()
+# A built-in model's folder in an unwritable cache -> its copy in scratch_dir().
+_built_in_scratch: dict[Path, Path] = {}
 
 
 def model_dir(spec: QwenModelSpec, cache_dir: Path) -> Path:
