@@ -54,8 +54,8 @@ def resident_bytes() -> int:
 
 @dataclasses.dataclass(frozen=True)
 class DerivationBudget:
-    """At most `seconds` (the lesser of wall-clock and CPU time) and `megabytes` (MiB of resident-set growth)
-    for one derivation; None: no bound on that.
+    """At most `seconds` (the lesser of wall-clock and CPU time) and `megabytes` (MiB of
+    resident-set growth) for one derivation; None: no bound on that.
 
     >>> DerivationMeter(DerivationBudget(seconds=10.0, megabytes=500), "a test").check("nothing scanned yet")
     """
