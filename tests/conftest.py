@@ -147,12 +147,35 @@ def fast_counts(tokenizer) -> tuple[int, dict[str, int]]:
     return stats["fast_texts"], stats["fallbacks"]
 
 
+# Tests of what tokbackend wraps around a backend (grammar engines' view of the vocabulary, the
+# HF object's settings, warnings and saved files, copies, a spawned child), not of a backend's ids:
+# in CI on gigatoken, on fastokens too in the thorough profile.
+WRAPPER_TESTS = frozenset(
+    {
+        "test_xgrammar_tokenizer_info_equals_hf",
+        "test_llguidance_tokenizer_builds_with_hf_vocabulary",
+        "test_grammar_gate_passes_on_the_accelerated_tokenizer",
+        "test_length_warnings_are_hfs",
+        "test_the_tokenizer_given_to_accelerate_reads_encodes_and_saves_as_hf_leaves_it",
+        "test_settings_and_saved_file_are_what_hf_leaves_after_every_call",
+        "test_copies_share_it_and_pickles_start_empty",
+    }
+)
+
+
 def pytest_collection_modifyitems(items):
     """The CI profile runs the shared fixtures on Qwen3.6 (the default model) with every backend,
-    and children started by fork and spawn. Qwen3 through these fixtures and forkserver children
-    are in the thorough profile (`-m slow`); Qwen3 stays in CI through `verify --quick` and the
-    guard tests that name it."""
+    and children started by fork (both backends) and spawn (gigatoken). Qwen3 through these
+    fixtures, forkserver children, spawned fastokens children and the wrapper tests on fastokens
+    (`WRAPPER_TESTS`) are in the thorough profile (`-m slow`); Qwen3 stays in CI through `verify
+    --quick` and the guard tests that name it."""
     for item in items:
         params = getattr(getattr(item, "callspec", None), "params", {})
-        if params.get("model_name") == "qwen3" or params.get("method") == "forkserver":
+        backend = params.get("backend_name", params.get("backend"))
+        if (
+            params.get("model_name") == "qwen3"
+            or params.get("method") == "forkserver"
+            or (params.get("method") == "spawn" and backend == "fastokens")
+            or (item.originalname in WRAPPER_TESTS and backend == "fastokens")
+        ):
             item.add_marker(pytest.mark.slow)

@@ -78,6 +78,7 @@ def _growth(mode: str, budget_mib: int, prompts: int) -> dict:
     return json.loads(completed.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow  # thousands of prompts in two children; the renewal tests in CI plant its defects
 def test_cache_memory_stays_within_the_budget_where_raw_gigatoken_does_not():
     """The caches' growth stays within the budget, plus one instance while a renewal swaps (the
     fresh one is built before the old one is freed), measured in the same child; raw gigatoken

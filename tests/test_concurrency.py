@@ -98,6 +98,7 @@ def test_the_thread_check_fails_on_an_array_path_that_cannot_be_entered_twice(hf
     assert fast.tokbackend.stats()["fallbacks"].get("backend_error", 0) > 0
 
 
+@pytest.mark.slow  # eight threads through repeated renewals; a call across a rebuild stays in CI
 def test_ids_stay_exact_across_cache_renewals_under_eight_threads(hf_tokenizer):
     """A tiny cache budget makes the backend swap tokenizers while 8 threads encode. Renewal is
     triggered by resident memory growing during the backend's calls, so the test makes that growth

@@ -206,6 +206,7 @@ def test_memory_other_work_frees_during_a_derivation_makes_no_room_for_it(unseen
 # -- the offline derivation -------------------------------------------------------------------
 
 
+@pytest.mark.slow  # a full derivation on the hand clock; the bound's planted-defect tests stay in CI
 def test_the_offline_derivation_is_not_bounded(unseen, hand_clock, register_for_test, tmp_path, capsys):
     """`tokbackend guard` (fast and --full) derives however long the scan takes: 1 s a batch call
     on the hand clock, far past the serving bound."""

@@ -234,6 +234,7 @@ def test_resetting_autos_choices_removes_the_file_auto_reads(tmp_path, monkeypat
     assert choices.remembered("some-model") is None
 
 
+@pytest.mark.slow  # three processes load Qwen3.6
 def test_a_baked_record_is_found_where_the_docs_say(tmp_path):
     """docs/guard-records.md: bake the records, point TOKBACKEND_GUARD_DIR at them, serve."""
     [where] = {

@@ -395,9 +395,9 @@ def _only(step: str, capsys, model: str = "qwen3") -> tuple[int, str]:
 
 @pytest.mark.parametrize(
     "steps",
-    # the arguments step's passing run in CI: the quick check above (Qwen3.6, 40 calls); its
-    # planted defects below run in CI; here with its full count (240 calls) in -m slow
-    ["changes", pytest.param("arguments,changes", marks=pytest.mark.slow)],
+    # the passing runs in CI: the quick check above (Qwen3.6); the planted defects of both steps
+    # run in CI; here with their full counts in -m slow
+    [pytest.param("changes", marks=pytest.mark.slow), pytest.param("arguments,changes", marks=pytest.mark.slow)],
 )
 def test_verify_checks_arguments_results_and_changes(steps, capsys, caplog, monkeypatch, tmp_path):
     """...and keeps what its own changed tokenizers log (a backend that cannot serve one, a guard
