@@ -13,6 +13,18 @@ import pytest
 
 from tokbackend.equivalence.server_models import tiny_qwen3_model
 
+# Checks of tokbackend's own start-up contract (a model it cannot serve, a failed build, a derived
+# guard, a shared build) that reach SGLang through one `get_tokenizer` call, the same in every
+# release: .ci/run runs them on the newest release tested; by hand, run them on each.
+NEWEST_RELEASE_IN_CI = "newest_release_in_ci"
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers",
+        f"{NEWEST_RELEASE_IN_CI}: in CI on the newest SGLang release tested only (see tests/sglang/conftest.py)",
+    )
+
 
 @pytest.fixture(scope="session")
 def model_dir(tmp_path_factory):

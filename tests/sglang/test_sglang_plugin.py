@@ -60,6 +60,7 @@ def test_tokbackend_fastokens_serves_through_get_tokenizer(model_dir, plugins_lo
     assert [tokenizer.encode(text) for text in TEXTS] == [hf_reference.encode(text) for text in TEXTS]
 
 
+@pytest.mark.newest_release_in_ci
 def test_a_second_get_tokenizer_in_one_process_shares_the_first_build(model_dir, plugins_loaded, hf_reference):
     """A process that loads the tokenizer twice (a tokenizer manager's tokenizer and processor):
     the second serves with the first one's build (no second backend load on the way to /health)."""
@@ -282,6 +283,7 @@ def test_loading_the_plugins_warns_where_sglangs_rust_server_tokenizes(value):
     assert "PRELOAD True" in completed.stdout
 
 
+@pytest.mark.newest_release_in_ci
 def test_a_model_the_fast_path_cannot_serve_stops_start_up(model_dir, plugins_loaded, tmp_path, monkeypatch):
     import json
     import shutil
@@ -343,6 +345,7 @@ def test_multi_worker_uvicorn_gets_an_app_that_loads_the_plugins(plugins_loaded)
     assert seen == [(plugin.TOKBACKEND_APP_PATH, 2), (plugin.SGLANG_DEFAULT_APP_PATH, 1), ("my.own:app", 2)]
 
 
+@pytest.mark.newest_release_in_ci
 def test_a_pipeline_no_record_covers_is_derived_and_final_through_sglang(plugins_loaded, tmp_path, monkeypatch):
     """A model of the user's own (Qwen3's vocabulary under a split regex of its own): through
     SGLang's `get_tokenizer` the installed package derives its guard (reading the Unicode history
@@ -364,6 +367,7 @@ def test_a_pipeline_no_record_covers_is_derived_and_final_through_sglang(plugins
     assert tokenizer.tokbackend.stats()["fast_texts"] > 0
 
 
+@pytest.mark.newest_release_in_ci
 def test_a_failure_building_the_fast_path_stops_start_up(plugins_loaded, tmp_path, monkeypatch):
     """Planted: the guard's derivation raises (as where a wheel lacked the package data every
     derivation reads). SGLang's tokenizer load stops with the reason rather
