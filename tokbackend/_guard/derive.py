@@ -206,14 +206,15 @@ def derive_record(
     this tokenizer's (HF, backend) encode, for the screen. `ascii_probed`: the caller has refused a
     backend wrong on ASCII already."""
     started, tokenizer_json = time.perf_counter(), key.tokenizer_json
-    contexts = derive_contexts(tokenizer_json)
     if full:
+        contexts = derive_contexts(tokenizer_json)
         reports = run_oracles(tokenizer_json, build_backend, contexts, code_points, progress)
         return _record(key, versions, contexts, reports, "full", started)
     what = f"the {key.family} guard for {describe_pipeline(tokenizer_json)}"
-    meter = DerivationMeter(budget, what)
+    meter = DerivationMeter(budget, what)  # from here on, all the fast derivation does counts against `budget`
     boundary_json = boundary_tokenizer_json(tokenizer_json)
     oracle = "ids" if boundary_json is None else "boundaries"
+    contexts = derive_contexts(tokenizer_json)
     own_encoders = functools.cache(lambda: _encoder_pair(boundary_json or tokenizer_json, build_backend))
 
     def scanned(
