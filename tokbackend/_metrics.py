@@ -11,9 +11,25 @@ from types import ModuleType
 
 from tokbackend._policy import FallbackReason
 
-# 1, 2.5 and 5 times each power of ten from 10 µs to 0.1 s, then 1 s: from a short text on the fast path to HF on a
-# long batch (each bound parsed from its decimal literal: 2.5e-05, not 2.5 * 1e-05)
-ENCODE_SECONDS_BUCKETS = (*(float(f"{step}e{power}") for power in range(-5, 0) for step in (1, 2.5, 5)), 1.0)
+# from a short text on the fast path to HF on a long batch
+ENCODE_SECONDS_BUCKETS = (
+    1e-5,
+    2.5e-5,
+    5e-5,
+    1e-4,
+    2.5e-4,
+    5e-4,
+    1e-3,
+    2.5e-3,
+    5e-3,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+)
 
 
 class Metrics:
