@@ -252,6 +252,36 @@ def eager_build_in_every_process(monkeypatch, plugin) -> None:
     monkeypatch.setattr(plugin, "PROMPT_FREE_MODULES", ())
 
 
+_PRELOAD_CODE = """
+import importlib, inspect, sys
+from tokbackend._process import preload
+plugin, defect, module, call = sys.argv[1:5]
+if defect == "defect":  # eager_build_in_every_process, planted in this interpreter
+    importlib.import_module(plugin).PROMPT_FREE_MODULES = ()
+entry = importlib.import_module(module)  # an import error fails the check, with its traceback
+try:
+    eval(call, {"entry": entry, "inspect": inspect})
+except Exception:  # given no real arguments, the entry point fails once past loading the plugins
+    pass
+assert plugin in sys.modules, f"{call} loaded no plugins: it proves nothing"
+print("PRELOAD", preload.started())
+"""
+
+
+def preload_started_in(plugin: str, module: str, call: str, defect: bool = False) -> bool:
+    """Whether tokbackend's preload started in a fresh interpreter that imports `module` and runs
+    `call` (an expression naming it `entry`): one of a server's process entry points, which load the
+    plugins first. `plugin` (a module name) must have been loaded by then; where `defect`,
+    `eager_build_in_every_process` is planted in it first."""
+    import subprocess
+    import sys
+
+    command = [sys.executable, "-c", _PRELOAD_CODE, plugin, "defect" if defect else "none", module, call]
+    completed = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert "PRELOAD" in completed.stdout, completed.stderr[-3000:]
+    return "PRELOAD True" in completed.stdout
+
+
 # -- guards --------------------------------------------------------------------------------
 
 

@@ -157,41 +157,27 @@ def test_the_scheduler_check_fails_where_every_process_builds(server_args, hf_re
         _check_the_scheduler_builds_nothing(server_args, hf_reference)
 
 
-# A fresh interpreter enters SGLang's own scheduler entry point (`run_scheduler_process`, which
-# loads the plugins first) and says whether tokbackend's preload started; `defect` restores the
-# preload in every process.
-_PRELOAD_CODE = """
-import inspect, sys
-from tokbackend._process import preload
-from tokbackend.integrations import sglang as plugin
-if sys.argv[1] == "defect":
-    plugin.PROMPT_FREE_MODULES = ()
-from sglang.srt.managers.scheduler import run_scheduler_process
-required = [p for p in inspect.signature(run_scheduler_process).parameters.values() if p.default is p.empty]
-try:
-    run_scheduler_process(*[None] * len(required))  # fails once past load_plugins(): no server arguments
-except Exception:
-    pass
-print("PRELOAD", preload.started())
-"""
-
-
-def _scheduler_preloads(defect: str = "none") -> bool:
-    completed = subprocess.run(
-        [sys.executable, "-c", _PRELOAD_CODE, defect], capture_output=True, text=True, timeout=300
-    )
-    assert "PRELOAD" in completed.stdout, completed.stderr[-3000:]
-    return "PRELOAD True" in completed.stdout
+# SGLang's scheduler process entry point, `run_scheduler_process`, which loads the plugins first
+# (called with None for each of its parameters, which differ between releases)
+_SCHEDULER = (
+    "sglang.srt.managers.scheduler",
+    "entry.run_scheduler_process(*[None] * sum(parameter.default is parameter.empty for parameter in "
+    "inspect.signature(entry.run_scheduler_process).parameters.values()))",
+)
 
 
 def test_the_scheduler_process_preloads_nothing_for_a_build():
     """A scheduler process never builds: loading the plugins there imports nothing for a build
-    (the backends' libraries, a derivation); a launcher's process does (see the Rust-server test)."""
-    assert not _scheduler_preloads()
+    (the backends' libraries, a derivation); a launcher's process does (`test_the_stock_cli_parses_the_flag`)."""
+    from defects import preload_started_in
+
+    assert not preload_started_in(plugin.__name__, *_SCHEDULER)
 
 
 def test_the_preload_check_fails_where_every_process_preloads():
-    assert _scheduler_preloads("defect")
+    from defects import preload_started_in
+
+    assert preload_started_in(plugin.__name__, *_SCHEDULER, defect=True)
 
 
 def _close_sockets(manager):
@@ -266,10 +252,7 @@ def test_multi_tokenizer_workers_load_the_plugin_through_the_app_path(model_dir,
 def test_loading_the_plugins_warns_where_sglangs_rust_server_tokenizes(value):
     """SGLANG_RUST_SERVER on (1, or another of SGLang's spellings) has SGLang tokenize in Rust, out
     of every hook's reach: a process loading the plugins says so, naming the variable and the flag."""
-    code = (
-        "from sglang.srt.plugins import load_plugins; load_plugins(); "
-        "from tokbackend._process import preload; print('PRELOAD', preload.started())"
-    )
+    code = "from sglang.srt.plugins import load_plugins; load_plugins()"
     environment = {**os.environ, "SGLANG_RUST_SERVER": value}
     completed = subprocess.run(
         [sys.executable, "-c", code], env=environment, capture_output=True, text=True, timeout=600, check=False
@@ -279,8 +262,6 @@ def test_loading_the_plugins_warns_where_sglangs_rust_server_tokenizes(value):
         -3000:
     ]
     assert "--tokenizer-backend gigatoken (or tokbackend-*) has no effect" in completed.stderr
-    # a launcher's process (not one of SGLang's prompt-free components) preloads for its build
-    assert "PRELOAD True" in completed.stdout
 
 
 @pytest.mark.newest_release_in_ci

@@ -214,39 +214,22 @@ def test_the_engine_core_check_fails_where_every_process_builds(model_dir, plugi
         _check_the_engine_core_builds_nothing(model_dir, hf_reference)
 
 
-# A fresh interpreter enters vLLM's engine core (`EngineCore.__init__`, which loads the plugins
-# first) and says whether tokbackend's preload started; `defect` restores it in every process.
-_PRELOAD_CODE = """
-import sys
-from tokbackend._process import preload
-from tokbackend.integrations import vllm as plugin
-if sys.argv[1] == "defect":
-    plugin.PROMPT_FREE_MODULES = ()
-from vllm.v1.engine.core import EngineCore
-try:
-    EngineCore(None, None, False)  # fails once past load_general_plugins(): no configuration
-except Exception:
-    pass
-print("PRELOAD", preload.started())
-"""
-
-
-def _engine_core_preloads(defect: str = "none") -> bool:
-    completed = subprocess.run(
-        [sys.executable, "-c", _PRELOAD_CODE, defect], capture_output=True, text=True, timeout=300
-    )
-    assert "PRELOAD" in completed.stdout, completed.stderr[-3000:]
-    return "PRELOAD True" in completed.stdout
+# vLLM's engine core, whose `EngineCore.__init__` loads the plugins first in its process
+_ENGINE_CORE = ("vllm.v1.engine.core", "entry.EngineCore(None, None, False)")
 
 
 def test_the_engine_core_process_preloads_nothing_for_a_build():
     """The engine core never builds: loading the plugins there imports nothing for a build; a
     process loading only the plugins does (the fresh-interpreter test above)."""
-    assert not _engine_core_preloads()
+    from defects import preload_started_in
+
+    assert not preload_started_in("tokbackend.integrations.vllm", *_ENGINE_CORE)
 
 
 def test_the_engine_core_preload_check_fails_where_every_process_preloads():
-    assert _engine_core_preloads("defect")
+    from defects import preload_started_in
+
+    assert preload_started_in("tokbackend.integrations.vllm", *_ENGINE_CORE, defect=True)
 
 
 def test_structured_output_builds_grammars_from_the_engine_cores_tokenizer(model_dir, plugins_loaded):
